@@ -1,0 +1,160 @@
+//! The agent loop: send the history, run the tool calls in the reply, append their results,
+//! and go again until the model answers without calling a tool (or --max-steps runs out).
+//!
+//! Architecture invariant: this module never spawns processes or touches files itself; tools do
+//! that. It reports everything it does through one `Reporter`, so front ends (console, JSON,
+//! sessions) differ only in the reporter they pass.
+
+use crate::client::{Client, Request};
+use crate::error::{Error, Result};
+use crate::message::{normalize, Message, ToolCall};
+use crate::report::{Event, Reporter};
+use crate::signal;
+use crate::stream::Usage;
+use crate::tools::{self, Context};
+use serde_json::Value;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+
+/// Everything that stays the same from one request to the next.
+pub struct Agent<'a> {
+    pub client: &'a Client,
+    pub model: String,
+    pub tools: Context<'a>,
+    pub specs: Value,
+    pub max_steps: u32,
+    pub stream: bool,
+    pub temperature: Option<f64>,
+    /// Token counts summed over every request so far.
+    pub usage: Usage,
+}
+
+/// How a turn that did not fail ended.
+#[allow(dead_code)] // read by the --json front end
+pub struct Done {
+    /// The model's final text.
+    pub text: String,
+    /// Model requests made.
+    pub steps: u32,
+}
+
+impl Agent<'_> {
+    /// Adds `prompt` to the history and runs the loop until the model is done.
+    pub fn turn(
+        &mut self,
+        history: &mut Vec<Message>,
+        prompt: &str,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Done> {
+        push(history, Message::user(prompt), reporter);
+        let mut steps = 0;
+        // The main loop: one model request per pass.
+        let text = loop {
+            if steps == self.max_steps {
+                return Err(Error::MaxSteps(self.max_steps));
+            }
+            steps += 1;
+            *history = normalize(std::mem::take(history));
+            let request = Request {
+                model: &self.model,
+                messages: history,
+                tools: &self.specs,
+                temperature: self.temperature,
+                stream: self.stream,
+            };
+            let reply = self.client.complete(&request, &mut new_call_id, reporter)?;
+            if let Some(usage) = reply.usage {
+                self.usage.prompt_tokens += usage.prompt_tokens;
+                self.usage.completion_tokens += usage.completion_tokens;
+            }
+            if reply.finish_reason.as_deref() == Some("length") {
+                reporter.report(Event::Notice(
+                    "the reply was cut off at the model's token limit",
+                ));
+            }
+            // The history keeps arguments that parse, so strict servers accept it; the tool
+            // run below still sees what the model sent and can say what was wrong with it.
+            let kept: Vec<ToolCall> = reply
+                .calls
+                .iter()
+                .map(|c| {
+                    ToolCall::new(
+                        &c.id,
+                        &c.function.name,
+                        tools::sanitize_arguments(&c.function.arguments),
+                    )
+                })
+                .collect();
+            push(
+                history,
+                Message::assistant(reply.content.clone(), kept),
+                reporter,
+            );
+            if reply.calls.is_empty() {
+                break reply.content.unwrap_or_default();
+            }
+            for call in &reply.calls {
+                if signal::interrupted() {
+                    return Err(Error::Interrupted);
+                }
+                let (id, name, arguments) = (
+                    call.id.as_str(),
+                    call.function.name.as_str(),
+                    call.function.arguments.as_str(),
+                );
+                reporter.report(Event::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                });
+                let output = tools::run(name, arguments, &self.tools);
+                push(history, Message::tool(id, output.text.as_str()), reporter);
+                reporter.report(Event::ToolResult {
+                    id,
+                    name,
+                    arguments,
+                    ok: output.ok,
+                    output: &output.text,
+                });
+            }
+            if signal::interrupted() {
+                return Err(Error::Interrupted);
+            }
+        };
+        Ok(Done { text, steps })
+    }
+}
+
+fn push(history: &mut Vec<Message>, message: Message, reporter: &mut dyn Reporter) {
+    reporter.report(Event::Message(&message));
+    history.push(message);
+}
+
+/// `call_` and 24 letters or digits, for calls the server sent without a usable id. Random per
+/// process (std's hasher keys are), so resumed histories do not collide.
+fn new_call_id() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut id = String::from("call_");
+    let mut bits = 0u64;
+    for i in 0..24 {
+        if i % 8 == 0 {
+            let mut hasher = RandomState::new().build_hasher();
+            hasher.write_usize(i);
+            bits = hasher.finish();
+        }
+        id.push(ALPHABET[(bits % 62) as usize] as char);
+        bits /= 62;
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn call_ids_look_like_openai_ones_and_differ() {
+        let (a, b) = (super::new_call_id(), super::new_call_id());
+        assert_eq!(a.len(), 29);
+        assert!(a.starts_with("call_") && a[5..].chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,289 @@
+//! Command-line arguments: flags, environment defaults and the help text.
+//!
+//! `parse` takes the arguments and the environment as values, so tests feed plain arrays.
+
+use crate::error::{Error, Result};
+use lexopt::prelude::*;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+pub const HELP: &str = "\
+turn: a coding agent's tool-calling loop for any OpenAI-compatible server
+
+Usage: turn [OPTIONS] PROMPT...
+       echo PROMPT | turn [OPTIONS]
+       turn [OPTIONS] -            (read the prompt from stdin)
+
+The model may run shell commands and read, write and edit files in the workspace until it
+answers without calling a tool. Its text goes to stdout as it arrives; one line per tool call
+goes to stderr.
+
+Options:
+  -m, --model NAME         model to ask [env TURN_MODEL]; if unset and the server lists
+                           exactly one model, that one
+      --base-url URL       server address [env OPENAI_BASE_URL, default https://api.openai.com/v1]
+                           the API key comes from OPENAI_API_KEY (unset: no Authorization header)
+  -C, --cd DIR             workspace the tools are confined to [default: current directory]
+      --max-steps N        stop after N model requests in one turn [default: 50]
+      --timeout SECS       kill a bash command (and its process group) after SECS [default: 120]
+      --max-output CHARS   keep at most CHARS of a tool's output, head and tail [default: 50000]
+      --request-timeout SECS  give up when the server sends nothing for SECS [default: 600]
+      --system FILE        replace the built-in system prompt with FILE's text
+      --no-stream          ask for whole responses instead of streamed tokens
+      --temperature T      sampling temperature, 0 to 2 [default: the server's]
+  -q, --quiet              print only the model's text: no tool lines, reasoning or notices
+  -V, --version            print the version
+  -h, --help               print this help
+
+Exit codes: 0 done, 1 runtime or server error, 2 usage error, 3 --max-steps reached,
+130 interrupted (Ctrl-C).
+
+Examples:
+  turn -m gpt-4o-mini 'add a --verbose flag to main.rs'
+  turn --base-url http://127.0.0.1:8080/v1 'why does make test fail?'     # llama.cpp server
+  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 turn -m qwen3 'summarize README.md'  # Ollama
+";
+
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    Run(Args),
+    Help,
+    Version,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Prompt {
+    Text(String),
+    Stdin,
+    /// No PROMPT: read stdin when it is not a terminal.
+    Missing,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Args {
+    pub prompt: Prompt,
+    pub model: Option<String>,
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub workspace: PathBuf,
+    pub max_steps: u32,
+    pub timeout: u64,
+    pub max_output: usize,
+    pub request_timeout: u64,
+    pub system: Option<PathBuf>,
+    pub stream: bool,
+    pub temperature: Option<f64>,
+    pub quiet: bool,
+}
+
+/// Parses the arguments after the program name; `env` looks up environment variables.
+pub fn parse(
+    args: impl IntoIterator<Item = OsString>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Command> {
+    let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let mut model = env("TURN_MODEL");
+    let mut base_url = env("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".into());
+    let mut workspace = PathBuf::from(".");
+    let (mut max_steps, mut timeout, mut max_output, mut request_timeout) = (50, 120, 50_000, 600);
+    let (mut system, mut temperature) = (None, None);
+    let (mut stream, mut quiet, mut stdin) = (true, false, false);
+    let mut words: Vec<String> = Vec::new();
+
+    let mut parser = lexopt::Parser::from_iter(std::iter::once(OsString::from("turn")).chain(args));
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Short('h') | Long("help") => return Ok(Command::Help),
+            Short('V') | Long("version") => return Ok(Command::Version),
+            Short('m') | Long("model") => model = Some(text(parser.value()?, "--model")?),
+            Long("base-url") => base_url = text(parser.value()?, "--base-url")?,
+            Short('C') | Long("cd") => workspace = parser.value()?.into(),
+            Long("max-steps") => max_steps = positive(parser.value()?, "--max-steps")?,
+            Long("timeout") => timeout = positive(parser.value()?, "--timeout")?,
+            Long("max-output") => max_output = positive(parser.value()?, "--max-output")?,
+            Long("request-timeout") => {
+                request_timeout = positive(parser.value()?, "--request-timeout")?
+            }
+            Long("system") => system = Some(parser.value()?.into()),
+            Long("no-stream") => stream = false,
+            Long("temperature") => {
+                let value: f64 = parser.value()?.parse()?;
+                if !(0.0..=2.0).contains(&value) {
+                    return Err(Error::Usage(format!(
+                        "--temperature must be between 0 and 2, not {value}"
+                    )));
+                }
+                temperature = Some(value);
+            }
+            Short('q') | Long("quiet") => quiet = true,
+            Value(value) if value == "-" && words.is_empty() => stdin = true,
+            Value(value) => words.push(text(value, "PROMPT")?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+
+    let prompt = match (stdin, words.is_empty()) {
+        (true, true) => Prompt::Stdin,
+        (true, false) => {
+            return Err(Error::Usage(
+                "give the prompt either as '-' (stdin) or as words, not both".into(),
+            ))
+        }
+        (false, true) => Prompt::Missing,
+        (false, false) => Prompt::Text(words.join(" ")),
+    };
+    let base_url = base_url.trim_end_matches('/').to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(Error::Usage(format!(
+            "--base-url must start with http:// or https://, not '{base_url}'"
+        )));
+    }
+    Ok(Command::Run(Args {
+        prompt,
+        model,
+        base_url,
+        api_key: env("OPENAI_API_KEY"),
+        workspace,
+        max_steps,
+        timeout,
+        max_output,
+        request_timeout,
+        system,
+        stream,
+        temperature,
+        quiet,
+    }))
+}
+
+fn text(value: OsString, flag: &str) -> Result<String> {
+    value
+        .into_string()
+        .map_err(|v| Error::Usage(format!("{flag} is not valid UTF-8: {v:?}")))
+}
+
+fn positive<T: std::str::FromStr + Default + PartialOrd>(value: OsString, flag: &str) -> Result<T> {
+    let shown = value.to_string_lossy().into_owned();
+    match text(value, flag)?.parse::<T>() {
+        Ok(n) if n > T::default() => Ok(n),
+        _ => Err(Error::Usage(format!(
+            "{flag} needs a whole number above 0, not '{shown}'"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Command> {
+        parse(args.iter().map(OsString::from), |_| None)
+    }
+
+    fn args(list: &[&str]) -> Args {
+        match run(list) {
+            Ok(Command::Run(args)) => args,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn usage(list: &[&str]) -> String {
+        match run(list) {
+            Err(Error::Usage(message)) => message,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let a = args(&["hello", "world"]);
+        assert_eq!(a.prompt, Prompt::Text("hello world".into()));
+        assert_eq!(a.base_url, "https://api.openai.com/v1");
+        assert_eq!(
+            (a.max_steps, a.timeout, a.max_output, a.request_timeout),
+            (50, 120, 50_000, 600)
+        );
+        assert!(a.stream && !a.quiet && a.model.is_none() && a.api_key.is_none());
+        assert_eq!(a.workspace, PathBuf::from("."));
+    }
+
+    #[test]
+    fn every_flag() {
+        let a = args(&[
+            "-m",
+            "qwen",
+            "--base-url",
+            "http://x:1/v1/",
+            "-C",
+            "/tmp",
+            "--max-steps",
+            "3",
+            "--timeout=9",
+            "--max-output",
+            "100",
+            "--request-timeout",
+            "7",
+            "--system",
+            "sys.txt",
+            "--no-stream",
+            "--temperature",
+            "0.2",
+            "-q",
+            "go",
+        ]);
+        assert_eq!(a.model.as_deref(), Some("qwen"));
+        assert_eq!(a.base_url, "http://x:1/v1");
+        assert_eq!(a.workspace, PathBuf::from("/tmp"));
+        assert_eq!(
+            (a.max_steps, a.timeout, a.max_output, a.request_timeout),
+            (3, 9, 100, 7)
+        );
+        assert_eq!(a.system, Some(PathBuf::from("sys.txt")));
+        assert_eq!(a.temperature, Some(0.2));
+        assert!(!a.stream && a.quiet);
+        assert_eq!(a.prompt, Prompt::Text("go".into()));
+    }
+
+    #[test]
+    fn environment_gives_defaults_and_flags_win() {
+        let env = |name: &str| match name {
+            "TURN_MODEL" => Some("env-model".to_string()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:8080/v1".to_string()),
+            "OPENAI_API_KEY" => Some("  ".to_string()), // blank counts as unset
+            _ => None,
+        };
+        let Ok(Command::Run(a)) = parse(["hi"].map(OsString::from), env) else {
+            panic!()
+        };
+        assert_eq!(a.model.as_deref(), Some("env-model"));
+        assert_eq!(a.base_url, "http://127.0.0.1:8080/v1");
+        assert_eq!(a.api_key, None);
+        let Ok(Command::Run(a)) = parse(["-m", "flag", "hi"].map(OsString::from), env) else {
+            panic!()
+        };
+        assert_eq!(a.model.as_deref(), Some("flag"));
+    }
+
+    #[test]
+    fn prompt_sources() {
+        assert_eq!(args(&["-"]).prompt, Prompt::Stdin);
+        assert_eq!(args(&[]).prompt, Prompt::Missing);
+        assert_eq!(args(&["--", "-q", "x"]).prompt, Prompt::Text("-q x".into()));
+        assert!(usage(&["-", "more"]).contains("not both"));
+    }
+
+    #[test]
+    fn help_and_version() {
+        assert_eq!(run(&["--help"]).unwrap(), Command::Help);
+        assert_eq!(run(&["x", "-V"]).unwrap(), Command::Version);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        assert!(usage(&["--max-steps", "0", "x"]).contains("--max-steps"));
+        assert!(usage(&["--timeout", "soon", "x"]).contains("'soon'"));
+        assert!(usage(&["--temperature", "3", "x"]).contains("--temperature"));
+        assert!(usage(&["--base-url", "localhost:8080", "x"]).contains("http://"));
+        assert!(usage(&["--bogus"]).contains("--bogus"));
+        assert!(usage(&["--model"]).contains("--model"));
+    }
+}

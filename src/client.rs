@@ -1,0 +1,350 @@
+//! The HTTP side: one blocking ureq agent, POST /chat/completions (streamed or whole), GET
+//! /models, retries with backoff for what may pass (connection failures, 429, 5xx), and error
+//! bodies read in every shape servers use.
+//!
+//! ureq's own read timeouts are off on purpose: a read with a timeout retries through EINTR,
+//! which would make Ctrl-C wait. Instead every blocking read runs under `signal::with_deadline`,
+//! an idle timeout that Ctrl-C can cut short.
+
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::report::{Event, Reporter};
+use crate::signal::{self, Cut, Guarded};
+use crate::stream::{self, Assembler, Fault, Piece, Reply, Sse};
+use serde::Serialize;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::time::Duration;
+use ureq::http::Response;
+use ureq::Body;
+
+/// Tries per request: the first and up to two retries.
+const ATTEMPTS: u32 = 3;
+/// The longest wait a Retry-After header can ask for.
+const MAX_RETRY_AFTER: u64 = 120;
+/// A reply body larger than this is refused (a whole response, or an error page).
+const MAX_BODY: u64 = 64 * 1024 * 1024;
+
+pub struct Client {
+    agent: ureq::Agent,
+    base_url: String,
+    api_key: Option<String>,
+    /// Seconds the server may stay silent: before the reply starts, and between chunks.
+    idle_secs: u64,
+}
+
+/// What one model request asks for.
+pub struct Request<'a> {
+    pub model: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a Value,
+    pub temperature: Option<f64>,
+    pub stream: bool,
+}
+
+#[derive(Serialize)]
+struct Payload<'a> {
+    model: &'a str,
+    messages: &'a [Message],
+    tools: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<Value>,
+}
+
+impl Client {
+    pub fn new(base_url: &str, api_key: Option<String>, idle_secs: u64) -> Client {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(15)))
+            .timeout_send_request(Some(Duration::from_secs(60)))
+            .timeout_send_body(Some(Duration::from_secs(120)))
+            .user_agent(concat!("turn/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Client {
+            agent: config.into(),
+            base_url: base_url.to_string(),
+            api_key,
+            idle_secs,
+        }
+    }
+
+    /// Asks the model for its next message; streamed text is reported as it arrives.
+    pub fn complete(
+        &self,
+        request: &Request,
+        new_id: &mut dyn FnMut() -> String,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Reply> {
+        let body = Payload {
+            model: request.model,
+            messages: request.messages,
+            tools: request.tools,
+            temperature: request.temperature,
+            stream: request.stream,
+            stream_options: request
+                .stream
+                .then(|| serde_json::json!({"include_usage": true})),
+        };
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| Error::Protocol(format!("cannot encode the request: {e}")))?;
+        let response = self.send("/chat/completions", Some(&body), reporter)?;
+        let sse = content_type(&response).contains("event-stream");
+        let mut assembler = Assembler::default();
+        let mut show = |piece: Piece| match piece {
+            Piece::Content(text) => reporter.report(Event::Content(text)),
+            Piece::Reasoning(text) => reporter.report(Event::Reasoning(text)),
+        };
+        let reader = Guarded {
+            inner: response.into_body().into_reader(),
+            idle_secs: self.idle_secs,
+        };
+        if sse {
+            read_events(reader, &mut assembler, &mut show)?;
+        } else {
+            // A whole response: asked for, or a server that ignored `stream` or sent an error.
+            let text = read_body(reader)?;
+            assembler.feed(&text, &mut show).map_err(from_server)?;
+        }
+        Ok(assembler.finish(new_id))
+    }
+
+    /// The ids the server lists under GET /models.
+    pub fn models(&self, reporter: &mut dyn Reporter) -> Result<Vec<String>> {
+        let response = self.send("/models", None, reporter)?;
+        let text = read_body(Guarded {
+            inner: response.into_body().into_reader(),
+            idle_secs: self.idle_secs,
+        })?;
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|_| Error::Protocol(format!("GET /models: {text:.200}")))?;
+        let list = value
+            .get("data")
+            .or_else(|| value.get("models"))
+            .and_then(Value::as_array);
+        Ok(list
+            .into_iter()
+            .flatten()
+            .filter_map(|m| {
+                m.get("id")
+                    .or_else(|| m.get("name"))
+                    .and_then(Value::as_str)
+            })
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Sends with retries; returns a 2xx response, or the error that ended the tries.
+    fn send(
+        &self,
+        path: &str,
+        body: Option<&[u8]>,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Response<Body>> {
+        let url = format!("{}{path}", self.base_url);
+        let mut attempt = 1;
+        loop {
+            let wait = match self.send_once(&url, body) {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let retry_after = response
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok());
+                    let message = error_text(response);
+                    let error = Error::Api {
+                        status: Some(status),
+                        message,
+                    };
+                    if !(status == 429 || status >= 500) || attempt == ATTEMPTS {
+                        return Err(error);
+                    }
+                    (error, retry_after.map(|s| s.min(MAX_RETRY_AFTER)))
+                }
+                Err(error @ Error::Connect { .. }) if attempt < ATTEMPTS => (error, None),
+                Err(error) => return Err(error),
+            };
+            let (error, after) = wait;
+            let secs = after.unwrap_or(1 << (attempt - 1));
+            reporter.report(Event::Notice(&format!(
+                "{error}; retrying in {secs}s (try {} of {ATTEMPTS})",
+                attempt + 1
+            )));
+            sleep(Duration::from_secs(secs))?;
+            attempt += 1;
+        }
+    }
+
+    fn send_once(&self, url: &str, body: Option<&[u8]>) -> Result<Response<Body>> {
+        let auth = self.api_key.as_ref().map(|key| format!("Bearer {key}"));
+        let call = || match body {
+            Some(body) => {
+                let mut request = self
+                    .agent
+                    .post(url)
+                    .header("Content-Type", "application/json");
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.send(body)
+            }
+            None => {
+                let mut request = self.agent.get(url);
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.call()
+            }
+        };
+        let was_signal = |e: &ureq::Error| matches!(e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted);
+        signal::with_deadline(self.idle_secs, call, was_signal).map_err(|cut| match cut {
+            Cut::Interrupted => Error::Interrupted,
+            Cut::Timeout => Error::Timeout(self.idle_secs),
+            Cut::Failed(error) => transport_error(url, error),
+        })
+    }
+}
+
+fn transport_error(url: &str, error: ureq::Error) -> Error {
+    use ureq::Error as E;
+    let detail = match &error {
+        E::Io(io) => io.to_string(),
+        E::HostNotFound => "host not found".to_string(),
+        E::ConnectionFailed => "connection failed".to_string(),
+        E::Timeout(what) => format!("timed out ({what})"),
+        other => other.to_string(),
+    };
+    Error::Connect {
+        url: url.to_string(),
+        detail,
+    }
+}
+
+fn content_type(response: &Response<Body>) -> String {
+    let value = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok());
+    value.unwrap_or_default().to_ascii_lowercase()
+}
+
+/// Feeds SSE lines to the assembler until `[DONE]` or the end of the stream.
+fn read_events(
+    reader: Guarded<impl Read>,
+    assembler: &mut Assembler,
+    show: &mut dyn FnMut(Piece),
+) -> Result<()> {
+    let mut reader = BufReader::new(reader);
+    let mut sse = Sse::default();
+    let (mut line, mut events) = (Vec::new(), 0usize);
+    // Lines that are not SSE at all: a server that sent plain JSON under an SSE content type.
+    let mut plain = String::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| read_error(reader.get_ref(), e))?;
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\n');
+        let data = if n == 0 { sse.finish() } else { sse.line(text) };
+        if let Some(data) = data {
+            events += 1;
+            assembler.feed(&data, show).map_err(from_server)?;
+            if assembler.done() {
+                return Ok(());
+            }
+        } else if n > 0
+            && !text.starts_with(['d', 'e', 'i', 'r', ':'])
+            && plain.len() < MAX_BODY as usize
+        {
+            plain.push_str(text);
+            plain.push('\n');
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    if events == 0 && !plain.trim().is_empty() {
+        return assembler.feed(&plain, show).map_err(from_server);
+    }
+    if events == 0 {
+        return Err(Error::Protocol("the reply stream was empty".into()));
+    }
+    Ok(())
+}
+
+fn read_body(mut reader: Guarded<impl Read>) -> Result<String> {
+    let mut bytes = Vec::new();
+    let result = (&mut reader).take(MAX_BODY).read_to_end(&mut bytes);
+    result.map_err(|e| read_error(&reader, e))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A failed read of a reply, as the user should hear it.
+fn read_error(reader: &Guarded<impl Read>, e: std::io::Error) -> Error {
+    if signal::interrupted() {
+        Error::Interrupted
+    } else if e.kind() == std::io::ErrorKind::TimedOut {
+        Error::Timeout(reader.idle_secs)
+    } else {
+        Error::Connect {
+            url: "the server".into(),
+            detail: format!("the reply broke off: {e}"),
+        }
+    }
+}
+
+/// An error the server put in a 2xx body or an SSE event, or a payload turn cannot read.
+fn from_server(fault: Fault) -> Error {
+    match fault {
+        Fault::Server(message) => Error::Api {
+            status: None,
+            message,
+        },
+        Fault::Garbled(message) => Error::Protocol(message),
+    }
+}
+
+/// The message in a failed response's body: JSON in any known shape, else the text itself.
+fn error_text(response: Response<Body>) -> String {
+    let reason = response
+        .status()
+        .canonical_reason()
+        .unwrap_or("error")
+        .to_string();
+    let mut bytes = Vec::new();
+    let _ = response
+        .into_body()
+        .into_reader()
+        .take(1024 * 1024)
+        .read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    if let Some(message) = serde_json::from_str(&text)
+        .ok()
+        .and_then(|v: Value| stream::error_message(&v))
+    {
+        return message;
+    }
+    let text = text.trim();
+    if text.is_empty() {
+        reason
+    } else {
+        text.chars().take(500).collect()
+    }
+}
+
+/// Sleeps in short steps so Ctrl-C is noticed.
+fn sleep(total: Duration) -> Result<()> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < total {
+        if signal::interrupted() {
+            return Err(Error::Interrupted);
+        }
+        std::thread::sleep(Duration::from_millis(50).min(total - start.elapsed().min(total)));
+    }
+    Ok(())
+}

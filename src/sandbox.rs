@@ -1,0 +1,504 @@
+//! The sandbox's two pure checks: `safe_path` keeps file tools inside the workspace, and
+//! `check_command` screens shell commands for the well-known destructive ones.
+//!
+//! Pure: the filesystem is seen only through the `lookup` function the caller passes, so every
+//! symlink trick can be tested with a table. Known hole, on purpose: `check_command` is a
+//! keyword screen, not isolation. It stops accidents and obvious mistakes; a determined model
+//! can write `python -c` that deletes anything the user can. README says so.
+
+use std::path::{Component, Path, PathBuf};
+
+/// What the filesystem holds at a path, as far as path resolution cares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    Missing,
+    /// A file or directory: anything that is not a symlink.
+    Entry,
+    /// A symlink and its target, as `readlink` gives it.
+    Link(PathBuf),
+}
+
+/// Symlink hops allowed before a path counts as a loop (Linux's own limit).
+const MAX_LINKS: usize = 40;
+
+/// Resolves `path` (relative to `workspace`, which must be canonical) the way the kernel would:
+/// `.` and `..` in order, every symlink followed, also dangling ones (a write through one
+/// would land at its target), and parts that do not exist yet kept as written. Err names the
+/// path when the result lies outside the workspace.
+pub fn safe_path(
+    workspace: &Path,
+    path: &str,
+    lookup: impl Fn(&Path) -> Node,
+) -> Result<PathBuf, String> {
+    let escape = || format!("Path escapes workspace: {path}");
+    if path.is_empty() {
+        return Err("Path is empty".into());
+    }
+    let mut resolved = PathBuf::from("/");
+    let mut pending: Vec<PathBuf> = vec![workspace.join(path)];
+    let mut hops = 0;
+    // A stack of paths still to walk: a symlink pushes its target in front of what remains.
+    while let Some(next) = pending.pop() {
+        let mut parts = next.components();
+        while let Some(part) = parts.next() {
+            match part {
+                Component::RootDir | Component::Prefix(_) => resolved = PathBuf::from("/"),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    resolved.pop();
+                }
+                Component::Normal(name) => {
+                    let candidate = resolved.join(name);
+                    match lookup(&candidate) {
+                        Node::Link(target) => {
+                            hops += 1;
+                            if hops > MAX_LINKS {
+                                return Err(format!("Too many levels of symbolic links: {path}"));
+                            }
+                            pending.push(parts.as_path().to_path_buf());
+                            pending.push(target);
+                            break;
+                        }
+                        Node::Entry | Node::Missing => resolved = candidate,
+                    }
+                }
+            }
+        }
+    }
+    if resolved.starts_with(workspace) {
+        Ok(resolved)
+    } else {
+        Err(escape())
+    }
+}
+
+/// Err(reason) when a shell command is one of the well-known destructive ones: `rm -rf /` and
+/// its spellings, privilege escalation, shutdown, formatting or overwriting disks, recursive
+/// permission changes on `/`, writes to devices, the fork bomb. Nested `sh -c '…'` and `eval`
+/// are checked too. Words inside quotes are data (`echo "rm -rf /"` is fine).
+pub fn check_command(command: &str) -> Result<(), String> {
+    if is_fork_bomb(command) {
+        return Err("fork bomb".into());
+    }
+    let tokens = lex(command);
+    for simple in tokens.split(|t| matches!(t, Token::Separator)) {
+        let mut words = Vec::new();
+        let mut redirect = false;
+        for token in simple {
+            match token {
+                Token::Redirect => redirect = true,
+                Token::Word(word) if redirect => {
+                    redirect = false;
+                    if writes_device(word) {
+                        return Err(format!("write to device {word}"));
+                    }
+                }
+                Token::Word(word) => words.push(word.as_str()),
+                Token::Separator => unreachable!("split on separators"),
+            }
+        }
+        check_simple(&words)?;
+    }
+    Ok(())
+}
+
+fn check_simple(words: &[&str]) -> Result<(), String> {
+    let words = strip_wrappers(words);
+    let Some((&first, args)) = words.split_first() else {
+        return Ok(());
+    };
+    let program = first.rsplit('/').next().unwrap_or(first);
+    let flags = |short: char, long: &str| {
+        args.iter().any(|a| {
+            *a == long || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains(short))
+        })
+    };
+    let dangerous_target = args.iter().copied().find(|a| is_precious(a));
+    match program {
+        "sudo" | "su" | "doas" | "pkexec" => Err(format!("privilege escalation ({program})")),
+        "shutdown" | "reboot" | "halt" | "poweroff" => Err(format!("system shutdown ({program})")),
+        "init" | "telinit" if matches!(args.first(), Some(&"0") | Some(&"6")) => {
+            Err(format!("system shutdown ({program} {})", args[0]))
+        }
+        "systemctl"
+            if args
+                .iter()
+                .any(|a| matches!(*a, "poweroff" | "reboot" | "halt" | "kexec")) =>
+        {
+            Err("system shutdown (systemctl)".into())
+        }
+        "mkfs" | "mke2fs" | "mkswap" | "wipefs" => Err(format!("formatting a disk ({program})")),
+        p if p.starts_with("mkfs.") => Err(format!("formatting a disk ({program})")),
+        "dd" => match args.iter().find_map(|a| a.strip_prefix("of=")) {
+            Some(target) if writes_device(target) => {
+                Err(format!("raw write to a device (dd of={target})"))
+            }
+            _ => Ok(()),
+        },
+        "rm" if args.contains(&"--no-preserve-root") => {
+            Err("recursive delete of / (rm --no-preserve-root)".into())
+        }
+        "rm" if flags('r', "--recursive") || flags('R', "--recursive") => match dangerous_target {
+            Some(target) => Err(format!("recursive delete of {target} (rm -r)")),
+            None => Ok(()),
+        },
+        "chmod" | "chown" | "chgrp" if flags('R', "--recursive") => match dangerous_target {
+            Some(target) => Err(format!(
+                "recursive permission change on {target} ({program} -R)"
+            )),
+            None => Ok(()),
+        },
+        "sh" | "bash" | "dash" | "zsh" | "ksh" => match args.iter().position(|a| *a == "-c") {
+            Some(at) => args
+                .get(at + 1)
+                .map_or(Ok(()), |script| check_command(script)),
+            None => Ok(()),
+        },
+        "eval" => check_command(&args.join(" ")),
+        _ => Ok(()),
+    }
+}
+
+/// Skips what only prefixes the real command: `VAR=value`, shell keywords, and wrappers such as
+/// `env`, `nohup`, `time`, `timeout 5` with their own flags.
+fn strip_wrappers<'a, 'b>(mut words: &'b [&'a str]) -> &'b [&'a str] {
+    const KEYWORDS: &[&str] = &["then", "do", "else", "if", "while", "until", "{", "!"];
+    const WRAPPERS: &[&str] = &[
+        "env", "nohup", "time", "exec", "command", "builtin", "nice", "ionice", "stdbuf", "xargs",
+        "timeout",
+    ];
+    let is_assignment = |w: &str| {
+        w.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        })
+    };
+    while let Some((&first, rest)) = words.split_first() {
+        if is_assignment(first) || KEYWORDS.contains(&first) {
+            words = rest;
+        } else if WRAPPERS.contains(&first) {
+            let number = |w: &str| first != "timeout" && w.chars().all(|c| c.is_ascii_digit());
+            let own = |w: &&&str| w.starts_with('-') || is_assignment(w) || number(w);
+            let skip = rest.iter().take_while(own).count();
+            words = &rest[skip..];
+            if first == "timeout" {
+                words = words.get(1..).unwrap_or_default(); // the duration
+            }
+        } else {
+            break;
+        }
+    }
+    words
+}
+
+/// `/`, `/*`, `~`, `$HOME` and the top-level system directories.
+fn is_precious(target: &str) -> bool {
+    const SYSTEM: &[&str] = &[
+        "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "opt", "proc", "root",
+        "sbin", "srv", "sys", "usr", "var",
+    ];
+    let t = target.trim_end_matches(['*', '/']);
+    let t = t.strip_suffix("/.").unwrap_or(t);
+    matches!(t, "" | "~" | "$HOME" | "${HOME}" | "/.." | ".." | "/.")
+        || t.strip_prefix('/').is_some_and(|dir| SYSTEM.contains(&dir))
+}
+
+/// A path under /dev that is a real device, not one of the harmless pseudo files.
+fn writes_device(target: &str) -> bool {
+    let Some(name) = target.strip_prefix("/dev/") else {
+        return false;
+    };
+    let harmless = [
+        "null", "zero", "stdout", "stderr", "stdin", "tty", "full", "random", "urandom",
+    ];
+    !harmless.contains(&name) && !name.starts_with("fd/")
+}
+
+/// `:(){ :|:& };:` and the same shape with any name and spacing.
+fn is_fork_bomb(command: &str) -> bool {
+    let compact: String = command.chars().filter(|c| !c.is_whitespace()).collect();
+    compact.match_indices("(){").any(|(at, _)| {
+        let name_start = compact[..at]
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .map_or(0, |i| i + 1);
+        let name = &compact[name_start..at];
+        !name.is_empty() && compact[at..].contains(&format!("{name}|{name}&"))
+    })
+}
+
+#[derive(Debug, PartialEq)]
+enum Token {
+    Word(String),
+    /// `>`, `>>`, `2>`, `&>`, `>|`: the next word is where output goes.
+    Redirect,
+    /// What ends a simple command: `;`, `&`, `|`, `&&`, `||`, newline, `(`, `)`, `$(`, backtick.
+    Separator,
+}
+
+/// A small shell lexer: quotes and backslashes make data, operators split commands.
+fn lex(command: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = command.chars().peekable();
+    let finish = |word: &mut String, in_word: &mut bool, tokens: &mut Vec<Token>| {
+        if std::mem::take(in_word) {
+            tokens.push(Token::Word(std::mem::take(word)));
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                word.extend(chars.by_ref().take_while(|&c| c != '\''));
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => word.extend(chars.next()),
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                word.extend(chars.next().filter(|&c| c != '\n'));
+            }
+            '>' => {
+                // A redirect's fd number (`2>`) was lexed as a word: it is not an argument.
+                if in_word && !word.is_empty() && word.chars().all(|c| c.is_ascii_digit()) {
+                    word.clear();
+                    in_word = false;
+                }
+                finish(&mut word, &mut in_word, &mut tokens);
+                if matches!(chars.peek(), Some('>') | Some('|')) {
+                    chars.next();
+                }
+                if chars.peek() == Some(&'&') {
+                    chars.next(); // `>&2` duplicates a descriptor: the next word is a number
+                }
+                tokens.push(Token::Redirect);
+            }
+            '&' if chars.peek() == Some(&'>') => {
+                finish(&mut word, &mut in_word, &mut tokens);
+            }
+            '$' if chars.peek() == Some(&'(') => {
+                chars.next();
+                finish(&mut word, &mut in_word, &mut tokens);
+                tokens.push(Token::Separator);
+            }
+            ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
+                finish(&mut word, &mut in_word, &mut tokens);
+                tokens.push(Token::Separator);
+            }
+            c if c.is_whitespace() => finish(&mut word, &mut in_word, &mut tokens),
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    finish(&mut word, &mut in_word, &mut tokens);
+    tokens
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// A fake filesystem: the listed paths exist; `-> target` entries are symlinks.
+    fn fs(entries: &[(&str, Option<&str>)]) -> impl Fn(&Path) -> Node {
+        let map: HashMap<PathBuf, Node> = entries
+            .iter()
+            .map(|(path, link)| {
+                let node = link.map_or(Node::Entry, |t| Node::Link(PathBuf::from(t)));
+                (PathBuf::from(path), node)
+            })
+            .collect();
+        move |p: &Path| map.get(p).cloned().unwrap_or(Node::Missing)
+    }
+
+    fn ws() -> &'static Path {
+        Path::new("/ws")
+    }
+
+    fn world() -> impl Fn(&Path) -> Node {
+        fs(&[
+            ("/ws", None),
+            ("/ws/src", None),
+            ("/ws/src/main.rs", None),
+            ("/ws/out", Some("/etc")), // symlinked directory leaving the workspace
+            ("/ws/passwd", Some("/etc/passwd")), // symlinked file leaving it
+            ("/ws/dangling", Some("/etc/newfile")), // dangling link: a write would create /etc/newfile
+            ("/ws/inside", Some("src")),            // relative link staying inside
+            ("/ws/up", Some("../ws/src")),          // leaves and comes back
+            ("/ws/loop", Some("/ws/loop")),
+            ("/etc", None),
+            ("/etc/passwd", None),
+        ])
+    }
+
+    #[test]
+    fn paths_inside_resolve() {
+        let ok = |p: &str| safe_path(ws(), p, world()).unwrap();
+        assert_eq!(ok("src/main.rs"), Path::new("/ws/src/main.rs"));
+        assert_eq!(ok("./src/../src/main.rs"), Path::new("/ws/src/main.rs"));
+        assert_eq!(
+            ok("/ws/new/dir/file.txt"),
+            Path::new("/ws/new/dir/file.txt")
+        );
+        assert_eq!(ok("inside/main.rs"), Path::new("/ws/src/main.rs"));
+        assert_eq!(ok("up/main.rs"), Path::new("/ws/src/main.rs"));
+        assert_eq!(ok("."), Path::new("/ws"));
+    }
+
+    #[test]
+    fn escapes_are_rejected() {
+        for path in [
+            "../x",
+            "src/../../etc/passwd",
+            "/etc/passwd",
+            "/",
+            "missing/../../etc",
+            "out/passwd",
+            "out/../../x",
+            "passwd",
+            "dangling",
+            "/ws/../ws2/file",
+        ] {
+            assert_eq!(
+                safe_path(ws(), path, world()),
+                Err(format!("Path escapes workspace: {path}")),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_sibling_with_a_common_prefix_is_outside() {
+        let lookup = fs(&[("/ws", None), ("/ws2", None)]);
+        assert!(safe_path(ws(), "/ws2/x", lookup).is_err());
+    }
+
+    #[test]
+    fn symlink_loops_and_empty_paths_are_errors() {
+        assert!(safe_path(ws(), "loop", world())
+            .unwrap_err()
+            .contains("symbolic links"));
+        assert_eq!(safe_path(ws(), "", world()), Err("Path is empty".into()));
+    }
+
+    #[test]
+    fn dangerous_commands_are_blocked() {
+        for command in [
+            "rm -rf /",
+            "rm -fr /",
+            "rm -r -f /*",
+            "rm -rf ~",
+            "rm -rf ~/",
+            "rm -rf $HOME",
+            "rm -Rf /etc",
+            "rm --recursive --force /usr/",
+            "rm -rf --no-preserve-root /",
+            "/bin/rm -rf /",
+            "\"rm\" -rf /",
+            "cd /tmp && rm -rf /",
+            "echo hi; sudo rm x",
+            "sudo apt install x",
+            "FOO=1 sudo ls",
+            "env sudo ls",
+            "shutdown -h now",
+            "reboot",
+            "systemctl poweroff",
+            "init 0",
+            "mkfs.ext4 /dev/sda1",
+            "mkfs -t ext4 /dev/sdb",
+            "dd if=/dev/zero of=/dev/sda bs=1M",
+            "echo x > /dev/sda",
+            "cat img >/dev/nvme0n1",
+            ":(){ :|:& };:",
+            "bomb() { bomb | bomb & }; bomb",
+            "chmod -R 777 /",
+            "chown -R me /",
+            "sh -c 'rm -rf /'",
+            "bash -c \"sudo ls\"",
+            "eval sudo ls",
+            "ls $(sudo ls)",
+            "timeout 5 sudo ls",
+            "nohup reboot &",
+        ] {
+            assert!(check_command(command).is_err(), "not blocked: {command}");
+        }
+    }
+
+    #[test]
+    fn harmless_commands_pass() {
+        for command in [
+            "ls -la",
+            "cmd 2>/dev/null",
+            "cmd > /dev/null 2>&1",
+            "cmd &>/dev/null",
+            "echo pseudo",
+            "echo sudo is a word here: 'sudo'",
+            "echo \"rm -rf /\"",
+            "rm -rf ./build",
+            "rm -rf build/ target",
+            "rm -r /tmp/turn-test",
+            "rm -f /etc/x.conf",
+            "chmod -R 755 ./scripts",
+            "dd if=/dev/zero of=./disk.img bs=1M count=1",
+            "dd if=/dev/urandom of=/dev/null count=1",
+            "grep -r reboot src/",
+            "git commit -m 'shutdown handler'",
+            "cargo build --release 2>&1 | tail -5",
+            "find . -name '*.rs' | xargs wc -l",
+            "echo done >&2",
+            "python3 -c 'print(1)' > out.txt",
+            "mkdir -p a/b && cd a/b && touch x",
+        ] {
+            assert_eq!(check_command(command), Ok(()), "blocked: {command}");
+        }
+    }
+
+    #[test]
+    fn reasons_name_the_danger() {
+        assert_eq!(
+            check_command("rm -rf /"),
+            Err("recursive delete of / (rm -r)".into())
+        );
+        assert_eq!(
+            check_command("sudo ls"),
+            Err("privilege escalation (sudo)".into())
+        );
+        assert_eq!(
+            check_command("echo > /dev/sda"),
+            Err("write to device /dev/sda".into())
+        );
+    }
+
+    #[test]
+    fn lexer_splits_commands_and_keeps_quoted_words_whole() {
+        let words = |s: &str| -> Vec<Token> { lex(s) };
+        assert_eq!(
+            words("a 'b c' \"d\\\"e\" f\\ g; h"),
+            vec![
+                Token::Word("a".into()),
+                Token::Word("b c".into()),
+                Token::Word("d\"e".into()),
+                Token::Word("f g".into()),
+                Token::Separator,
+                Token::Word("h".into()),
+            ]
+        );
+        assert_eq!(
+            words("x 2>/dev/null"),
+            vec![
+                Token::Word("x".into()),
+                Token::Redirect,
+                Token::Word("/dev/null".into())
+            ]
+        );
+    }
+}

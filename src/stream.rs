@@ -1,0 +1,412 @@
+//! Reading a model's reply: server-sent events into data payloads (`Sse`), and payloads, whether
+//! streamed deltas or one whole response, into one assistant message (`Assembler`).
+//!
+//! Pure: lines in, pieces of text and a finished `Reply` out. Tolerant of what real servers
+//! send (llama.cpp, Ollama, vLLM, LM Studio): arguments as objects, calls without index or id,
+//! numeric ids, usage chunks with no choices, `finish_reason: stop` alongside calls.
+
+use crate::message::ToolCall;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Splits an SSE byte stream, line by line, into event data. Comments (`: keep-alive`) and
+/// the `event:`/`id:`/`retry:` fields are skipped.
+#[derive(Default)]
+pub struct Sse {
+    data: String,
+    started: bool,
+}
+
+impl Sse {
+    /// Feeds one line (without its newline); returns an event's data when a blank line ends it.
+    pub fn line(&mut self, line: &str) -> Option<String> {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() {
+            return self.finish();
+        }
+        if let Some(value) = line.strip_prefix("data:") {
+            if self.started {
+                self.data.push('\n');
+            }
+            self.data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            self.started = true;
+        }
+        None
+    }
+
+    /// The last event, when the stream ends without a blank line.
+    pub fn finish(&mut self) -> Option<String> {
+        self.started = false;
+        Some(std::mem::take(&mut self.data)).filter(|d| !d.is_empty())
+    }
+}
+
+/// Why a payload could not be used.
+#[derive(Debug, PartialEq)]
+pub enum Fault {
+    /// The payload is an error the server reports, with its message.
+    Server(String),
+    /// The payload is not something a Chat Completions server sends.
+    Garbled(String),
+}
+
+/// Text as it arrives, for display.
+#[derive(Debug, PartialEq)]
+pub enum Piece<'a> {
+    Content(&'a str),
+    Reasoning(&'a str),
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+}
+
+/// One finished assistant reply.
+#[derive(Debug, Default, PartialEq)]
+pub struct Reply {
+    /// `None` when the model said nothing (or only "") besides its calls.
+    pub content: Option<String>,
+    pub calls: Vec<ToolCall>,
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+}
+
+#[derive(Default, Debug)]
+struct PartialCall {
+    index: Option<u64>,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Builds a `Reply` from payloads: each streamed chunk, or the single non-streamed response.
+#[derive(Default)]
+pub struct Assembler {
+    content: String,
+    calls: Vec<PartialCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl Assembler {
+    /// Takes one payload (an SSE data field or a whole JSON body); text pieces go to `show`.
+    pub fn feed(&mut self, data: &str, show: &mut dyn FnMut(Piece)) -> Result<(), Fault> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            let shown: String = data.chars().take(200).collect();
+            Fault::Garbled(format!("not JSON ({e}): {shown}"))
+        })?;
+        if let Some(message) = error_message(&chunk) {
+            return Err(Fault::Server(message));
+        }
+        if let Some(usage) = chunk.get("usage").and_then(|u| Usage::deserialize(u).ok()) {
+            self.usage = Some(usage);
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(());
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_string());
+        }
+        let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) else {
+            return Ok(());
+        };
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                show(Piece::Reasoning(text));
+                break;
+            }
+        }
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            self.content.push_str(text);
+            show(Piece::Content(text));
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.add_call(call);
+        }
+        Ok(())
+    }
+
+    /// Whether `data: [DONE]` was seen.
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    fn add_call(&mut self, delta: &Value) {
+        let index = delta.get("index").and_then(Value::as_u64);
+        let id = match delta.get("id") {
+            Some(Value::String(id)) => id.as_str(),
+            _ => "", // missing, null or numeric: a fresh id is made in `finish`
+        };
+        let function = delta.get("function");
+        let name = function
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let slot = match index {
+            Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
+            // Without an index, a delta continues the last call unless it names a new one.
+            None => self.calls.len().checked_sub(1).filter(|&last| {
+                let c = &self.calls[last];
+                (id.is_empty() || c.id.is_empty() || c.id == id)
+                    && (name.is_empty() || c.name.is_empty())
+            }),
+        };
+        let slot = slot.unwrap_or_else(|| {
+            self.calls.push(PartialCall {
+                index,
+                ..Default::default()
+            });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[slot];
+        if call.id.is_empty() {
+            call.id = id.to_string();
+        }
+        if call.name.is_empty() {
+            call.name = name.to_string();
+        }
+        match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(fragment)) => call.arguments.push_str(fragment),
+            Some(Value::Null) | None => {}
+            Some(whole) => call.arguments = whole.to_string(), // an object: the whole arguments at once
+        }
+    }
+
+    /// The reply; `new_id` makes ids for calls that came without a usable one (or a repeated one).
+    pub fn finish(self, new_id: &mut dyn FnMut() -> String) -> Reply {
+        let mut calls: Vec<ToolCall> = Vec::with_capacity(self.calls.len());
+        for call in self.calls {
+            let mut id = call.id;
+            if id.is_empty() || calls.iter().any(|c| c.id == id) {
+                id = new_id();
+            }
+            calls.push(ToolCall::new(id, call.name, call.arguments));
+        }
+        Reply {
+            content: Some(self.content).filter(|c| !c.is_empty()),
+            calls,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
+/// The message of an error body, in any of the shapes servers use:
+/// `{"error": {"message": …}}`, `{"error": "…"}`, `{"object": "error", "message": …}`.
+pub fn error_message(body: &Value) -> Option<String> {
+    match body.get("error") {
+        Some(Value::Object(error)) => {
+            let message = error.get("message").and_then(Value::as_str);
+            Some(message.map_or_else(|| Value::Object(error.clone()).to_string(), str::to_string))
+        }
+        Some(Value::String(message)) => Some(message.clone()),
+        _ if body.get("object").and_then(Value::as_str) == Some("error") => Some(
+            body.get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error")
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids() -> impl FnMut() -> String {
+        let mut n = 0;
+        move || {
+            n += 1;
+            format!("call_gen{n}")
+        }
+    }
+
+    /// Feeds SSE text through `Sse` and `Assembler`; returns the reply and the shown pieces.
+    fn assemble(sse: &str) -> (Reply, Vec<String>) {
+        let mut parser = Sse::default();
+        let mut assembler = Assembler::default();
+        let mut shown = Vec::new();
+        let mut show = |p: Piece| match p {
+            Piece::Content(t) => shown.push(format!("c:{t}")),
+            Piece::Reasoning(t) => shown.push(format!("r:{t}")),
+        };
+        for line in sse.lines() {
+            if let Some(data) = parser.line(line) {
+                assembler.feed(&data, &mut show).unwrap();
+            }
+        }
+        if let Some(data) = parser.finish() {
+            assembler.feed(&data, &mut show).unwrap();
+        }
+        (assembler.finish(&mut ids()), shown)
+    }
+
+    fn args(reply: &Reply) -> Vec<(&str, &str, &str)> {
+        reply
+            .calls
+            .iter()
+            .map(|c| {
+                (
+                    c.id.as_str(),
+                    c.function.name.as_str(),
+                    c.function.arguments.as_str(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn text_streams_piece_by_piece() {
+        let sse = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n\
+                   : keep-alive\n\n\
+                   data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n\
+                   data:{\"choices\":[{\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\n\
+                   data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n\
+                   data: [DONE]\n\n";
+        let (reply, shown) = assemble(sse);
+        assert_eq!(shown, ["c:Hel", "c:lo"]);
+        assert_eq!(reply.content.as_deref(), Some("Hello"));
+        assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                prompt_tokens: 5,
+                completion_tokens: 2
+            })
+        );
+    }
+
+    #[test]
+    fn split_arguments_are_joined_by_index() {
+        let sse = r#"data: {"choices":[{"delta":{"content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"bash","arguments":""}}]}}]}
+
+data: {"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"read_file","arguments":"{\"pa"}}]}}]}
+
+data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"command\":"}}]}}]}
+
+data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"","function":{"arguments":"\"ls\"}"}}]}}]}
+
+data: {"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"th\":\"x\"}"}}]},"finish_reason":"tool_calls"}]}
+
+data: [DONE]
+"#;
+        let (reply, _) = assemble(sse);
+        assert_eq!(reply.content, None);
+        assert_eq!(
+            args(&reply),
+            [
+                ("call_a", "bash", r#"{"command":"ls"}"#),
+                ("call_b", "read_file", r#"{"path":"x"}"#)
+            ]
+        );
+    }
+
+    #[test]
+    fn object_arguments_and_missing_or_numeric_ids() {
+        let sse = r#"data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"bash","arguments":{"command":"ls"}}},{"index":1,"id":7,"function":{"name":"bash","arguments":"{}"}}]},"finish_reason":"stop"}]}
+"#;
+        let (reply, _) = assemble(sse);
+        assert_eq!(
+            args(&reply),
+            [
+                ("call_gen1", "bash", r#"{"command":"ls"}"#),
+                ("call_gen2", "bash", "{}")
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_without_index_are_told_apart_by_id_and_name() {
+        let sse = r#"data: {"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"bash","arguments":"{\"command\":"}}]}}]}
+
+data: {"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"\"ls\"}"}}]}}]}
+
+data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","arguments":"{}"}}]}}]}
+"#;
+        let (reply, _) = assemble(sse);
+        assert_eq!(
+            args(&reply),
+            [("a", "bash", r#"{"command":"ls"}"#), ("b", "bash", "{}")]
+        );
+    }
+
+    #[test]
+    fn repeated_ids_get_fresh_ones() {
+        let sse = r#"data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"x","function":{"name":"bash","arguments":"{}"}},{"index":1,"id":"x","function":{"name":"bash","arguments":"{}"}}]}}]}
+"#;
+        let (reply, _) = assemble(sse);
+        assert_eq!(args(&reply)[1].0, "call_gen1");
+    }
+
+    #[test]
+    fn reasoning_is_shown_but_not_kept() {
+        let sse = "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n\
+                   data: {\"choices\":[{\"delta\":{\"reasoning\":\"ok\",\"content\":\"Hi\"}}]}\n\n";
+        let (reply, shown) = assemble(sse);
+        assert_eq!(shown, ["r:hmm", "r:ok", "c:Hi"]);
+        assert_eq!(reply.content.as_deref(), Some("Hi"));
+    }
+
+    #[test]
+    fn a_whole_response_is_one_payload() {
+        let body = r#"{"choices":[{"message":{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#;
+        let mut assembler = Assembler::default();
+        assembler.feed(body, &mut |_| {}).unwrap();
+        let reply = assembler.finish(&mut ids());
+        assert_eq!(args(&reply), [("c1", "bash", r#"{"command":"ls"}"#)]);
+        assert_eq!(reply.content, None);
+    }
+
+    #[test]
+    fn error_payloads_in_every_shape() {
+        let mut assembler = Assembler::default();
+        let mut err = |body: &str| assembler.feed(body, &mut |_| {}).unwrap_err();
+        let server = |m: &str| Fault::Server(m.into());
+        assert_eq!(
+            err(r#"{"error":{"message":"bad model","type":"x"}}"#),
+            server("bad model")
+        );
+        assert_eq!(
+            err(r#"{"error":"model 'q' not found"}"#),
+            server("model 'q' not found")
+        );
+        assert_eq!(
+            err(r#"{"object":"error","message":"too long","code":400}"#),
+            server("too long")
+        );
+        assert!(matches!(err("<html>"), Fault::Garbled(m) if m.starts_with("not JSON")));
+    }
+
+    #[test]
+    fn multi_line_data_and_crlf() {
+        let mut parser = Sse::default();
+        assert_eq!(parser.line("event: message\r"), None);
+        assert_eq!(parser.line("data: a\r"), None);
+        assert_eq!(parser.line("data: b"), None);
+        assert_eq!(parser.line("\r"), Some("a\nb".to_string()));
+        assert_eq!(parser.line(""), None);
+    }
+}

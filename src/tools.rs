@@ -1,0 +1,724 @@
+//! The tools the model can call: their JSON Schema specs and the dispatch, one exhaustive
+//! `match` over `Tool`, whose names come from `Tool::name` alone so spec and dispatch cannot
+//! drift. Failures are returned as text for the model ("Error: …"), never as `Error`: the model
+//! reads them and recovers.
+
+use crate::exec::{self, End};
+use crate::sandbox::{self, Node};
+use crate::truncate;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tool {
+    Bash,
+    ReadFile,
+    WriteFile,
+    EditFile,
+}
+
+/// What the tools need from the run's configuration.
+pub struct Context<'a> {
+    /// Canonical, so `safe_path` can compare prefixes.
+    pub workspace: &'a Path,
+    pub timeout: Duration,
+    pub max_output: usize,
+}
+
+/// A tool's reply to the model, and whether it counts as success for the activity line.
+#[derive(Debug, PartialEq)]
+pub struct Output {
+    pub ok: bool,
+    pub text: String,
+}
+
+/// Lines `read_file` returns when the model gives no `limit`.
+const DEFAULT_LINES: usize = 2000;
+/// Longer lines are cut: minified files would otherwise eat the whole budget in one line.
+const MAX_LINE_CHARS: usize = 2000;
+
+impl Tool {
+    pub const ALL: [Tool; 4] = [Tool::Bash, Tool::ReadFile, Tool::WriteFile, Tool::EditFile];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Bash => "bash",
+            Tool::ReadFile => "read_file",
+            Tool::WriteFile => "write_file",
+            Tool::EditFile => "edit_file",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    fn spec(self, ctx: &Context) -> Value {
+        let (description, properties, required) = match self {
+            Tool::Bash => (
+                format!(
+                    "Run a shell command with `sh -c` in the workspace directory and return its stdout and \
+                     stderr together, with the exit code when it is not 0. Long output keeps its head and \
+                     tail. The command is killed after {}s. stdin is empty: do not start interactive \
+                     programs or editors.",
+                    ctx.timeout.as_secs()
+                ),
+                json!({"command": {"type": "string", "description": "The command line to run."}}),
+                json!(["command"]),
+            ),
+            Tool::ReadFile => (
+                format!(
+                    "Read a UTF-8 text file in the workspace. Returns numbered lines as `N<TAB>text`, at most \
+                     `limit` lines (default {DEFAULT_LINES}) starting at line `offset`; the reply says how \
+                     to read the rest."
+                ),
+                json!({
+                    "path": {"type": "string", "description": "File path, relative to the workspace."},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to return."}
+                }),
+                json!(["path"]),
+            ),
+            Tool::WriteFile => (
+                "Create a file in the workspace, or overwrite it, with `content`. Missing parent \
+                 directories are created. Prefer edit_file to change part of an existing file."
+                    .to_string(),
+                json!({
+                    "path": {"type": "string", "description": "File path, relative to the workspace."},
+                    "content": {"type": "string", "description": "The whole new content of the file."}
+                }),
+                json!(["path", "content"]),
+            ),
+            Tool::EditFile => (
+                "Replace exact text in a file in the workspace. `old_text` must match the file exactly, \
+                 whitespace and indentation included, and appear exactly once (add surrounding lines to \
+                 make it unique) unless `replace_all` is true."
+                    .to_string(),
+                json!({
+                    "path": {"type": "string", "description": "File path, relative to the workspace."},
+                    "old_text": {"type": "string", "description": "The exact text to replace."},
+                    "new_text": {"type": "string", "description": "The text to put in its place."},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}
+                }),
+                json!(["path", "old_text", "new_text"]),
+            ),
+        };
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name(),
+                "description": description,
+                "parameters": {"type": "object", "properties": properties, "required": required}
+            }
+        })
+    }
+}
+
+/// The `tools` array for a request.
+pub fn specs(ctx: &Context) -> Value {
+    Value::Array(Tool::ALL.iter().map(|tool| tool.spec(ctx)).collect())
+}
+
+#[derive(Deserialize)]
+struct BashArgs {
+    command: String,
+}
+
+#[derive(Deserialize)]
+struct ReadArgs {
+    path: String,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct EditArgs {
+    path: String,
+    old_text: String,
+    new_text: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+/// Runs the tool `name` with its raw JSON `arguments`.
+pub fn run(name: &str, arguments: &str, ctx: &Context) -> Output {
+    let result = match Tool::from_name(name) {
+        Some(Tool::Bash) => parse(name, arguments).and_then(|a| bash(a, ctx)),
+        Some(Tool::ReadFile) => parse(name, arguments).and_then(|a| read_file(a, ctx)),
+        Some(Tool::WriteFile) => parse(name, arguments).and_then(|a| write_file(a, ctx)),
+        Some(Tool::EditFile) => parse(name, arguments).and_then(|a| edit_file(a, ctx)),
+        None => {
+            let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
+            Err(format!(
+                "Unknown tool: {name}. Available tools: {}",
+                names.join(", ")
+            ))
+        }
+    };
+    match result {
+        Ok(output) => output,
+        Err(message) => Output {
+            ok: false,
+            text: format!("Error: {message}"),
+        },
+    }
+}
+
+/// `arguments` as valid JSON text, for the history: strict servers reject a history whose
+/// arguments do not parse, so text that does not is replaced by `{}` (the tool result already
+/// told the model what was wrong).
+pub fn sanitize_arguments(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(_) => arguments.to_string(),
+        Err(_) => "{}".to_string(),
+    }
+}
+
+/// A short description of a call for the activity line: the command or the path.
+pub fn describe(name: &str, arguments: &str) -> String {
+    let value: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let main = match Tool::from_name(name) {
+        Some(Tool::Bash) => value.get("command"),
+        Some(_) => value.get("path"),
+        None => None,
+    };
+    let text = main.and_then(Value::as_str).unwrap_or_default();
+    let line = text.lines().next().unwrap_or_default();
+    let mut short: String = line.chars().take(80).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    short
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(name: &str, arguments: &str) -> Result<T, String> {
+    let arguments = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    let mut value: Value = serde_json::from_str(arguments).map_err(|e| {
+        let shown: String = arguments.chars().take(200).collect();
+        format!("the arguments for {name} were not valid JSON ({e}): {shown}\nSend them again as one JSON object.")
+    })?;
+    // Some models encode the object twice, as a JSON string holding JSON.
+    if let Some(inner) = value
+        .as_str()
+        .and_then(|s| serde_json::from_str::<Value>(s).ok())
+    {
+        value = inner;
+    }
+    serde_json::from_value(value).map_err(|e| format!("invalid arguments for {name}: {e}"))
+}
+
+fn resolve(path: &str, ctx: &Context) -> Result<PathBuf, String> {
+    sandbox::safe_path(ctx.workspace, path, lookup)
+}
+
+/// The real filesystem, as `sandbox::safe_path` sees it.
+fn lookup(path: &Path) -> Node {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            fs::read_link(path).map_or(Node::Entry, Node::Link)
+        }
+        Ok(_) => Node::Entry,
+        Err(_) => Node::Missing,
+    }
+}
+
+/// How a path is shown to the model: relative to the workspace.
+fn shown<'a>(path: &'a Path, ctx: &Context) -> std::path::Display<'a> {
+    path.strip_prefix(ctx.workspace)
+        .ok()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(path)
+        .display()
+}
+
+fn bash(args: BashArgs, ctx: &Context) -> Result<Output, String> {
+    sandbox::check_command(&args.command)
+        .map_err(|reason| format!("Dangerous command blocked: {reason}"))?;
+    let outcome = exec::run(&args.command, ctx.workspace, ctx.timeout, ctx.max_output)
+        .map_err(|e| format!("could not run the command: {e}"))?;
+    let mut text = outcome.output;
+    let note = match outcome.end {
+        End::Exited(0) => None,
+        End::Exited(code) => Some(format!("[exit code {code}]")),
+        End::Signaled(sig) => Some(format!("[killed by signal {sig}]")),
+        End::TimedOut => Some(format!(
+            "[timed out after {}s; the command and its process group were killed]",
+            ctx.timeout.as_secs()
+        )),
+        End::TooMuchOutput => {
+            Some("[stopped: the command wrote more than 256 MiB of output]".into())
+        }
+        End::Interrupted => Some("[interrupted by the user; the command was killed]".into()),
+    };
+    let ok = note.is_none();
+    if let Some(note) = note {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&note);
+    } else if text.is_empty() {
+        text.push_str("(no output)");
+    }
+    Ok(Output { ok, text })
+}
+
+fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String> {
+    let path = resolve(&args.path, ctx)?;
+    let name = shown(&path, ctx);
+    let file = open(&path, ctx)?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    if reader
+        .fill_buf()
+        .map_err(|e| format!("cannot read {name}: {e}"))?
+        .contains(&0)
+    {
+        let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        return Err(format!(
+            "{name} is a binary file ({size} bytes); it cannot be shown as text"
+        ));
+    }
+    let first = args.offset.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(DEFAULT_LINES).max(1);
+    let mut text = String::new();
+    let (mut total, mut last, mut full) = (0, 0, false);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("cannot read {name}: {e}"))?
+            == 0
+        {
+            break;
+        }
+        total += 1;
+        // Lines outside the page are only counted, and the page ends at `limit` lines or when
+        // it would pass --max-output: nothing holds more than one page.
+        if total < first || full {
+            continue;
+        }
+        if total >= first + limit {
+            full = true;
+            continue;
+        }
+        let body = std::str::from_utf8(&line).map_err(|_| {
+            format!("{name} is not valid UTF-8 text (line {total}); inspect it with bash (file, iconv, xxd)")
+        })?;
+        let body = body.trim_end_matches(['\n', '\r']);
+        let mut entry = format!("{total:>6}\t");
+        if body.chars().count() > MAX_LINE_CHARS {
+            let cut: String = body.chars().take(MAX_LINE_CHARS).collect();
+            entry.push_str(&format!("{cut}… [line cut at {MAX_LINE_CHARS} chars]"));
+        } else {
+            entry.push_str(body);
+        }
+        entry.push('\n');
+        if last != 0 && text.len() + entry.len() > ctx.max_output {
+            full = true;
+            continue;
+        }
+        text.push_str(&entry);
+        last = total;
+    }
+    if total == 0 {
+        return Ok(Output {
+            ok: true,
+            text: format!("({name} is empty)"),
+        });
+    }
+    if first > total {
+        return Err(format!(
+            "offset {first} is past the end of {name}, which has {total} lines"
+        ));
+    }
+    if last < total {
+        text.push_str(&format!(
+            "[lines {first}-{last} of {total}; call read_file with offset={} to read more]",
+            last + 1
+        ));
+    }
+    Ok(Output {
+        ok: true,
+        text: truncate::middle(&text, ctx.max_output.max(MAX_LINE_CHARS * 2)),
+    })
+}
+
+fn open(path: &Path, ctx: &Context) -> Result<File, String> {
+    let name = shown(path, ctx);
+    match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(format!("{name} is a directory; list it with bash (ls)")),
+        Ok(_) => File::open(path).map_err(|e| format!("cannot open {name}: {e}")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!("{name} does not exist")),
+        Err(e) => Err(format!("cannot open {name}: {e}")),
+    }
+}
+
+fn write_file(args: WriteArgs, ctx: &Context) -> Result<Output, String> {
+    let path = resolve(&args.path, ctx)?;
+    let name = shown(&path, ctx);
+    let existed = match fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => return Err(format!("{name} is a directory")),
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create the directory for {name}: {e}"))?;
+    }
+    write_atomic(&path, |out| out.write_all(args.content.as_bytes()))
+        .map_err(|e| format!("cannot write {name}: {e}"))?;
+    let verb = if existed { "Overwrote" } else { "Created" };
+    Ok(Output {
+        ok: true,
+        text: format!("{verb} {name} ({} bytes)", args.content.len()),
+    })
+}
+
+fn edit_file(args: EditArgs, ctx: &Context) -> Result<Output, String> {
+    let path = resolve(&args.path, ctx)?;
+    let name = shown(&path, ctx);
+    if args.old_text.is_empty() {
+        return Err("old_text is empty; to create a file use write_file".into());
+    }
+    if args.old_text == args.new_text {
+        return Err("old_text and new_text are the same; nothing would change".into());
+    }
+    let mut text = String::new();
+    open(&path, ctx)?
+        .read_to_string(&mut text)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => {
+                format!("{name} is not valid UTF-8 text; edit it with bash")
+            }
+            _ => format!("cannot read {name}: {e}"),
+        })?;
+    let found: Vec<usize> = text
+        .match_indices(&args.old_text)
+        .map(|(at, _)| at)
+        .collect();
+    match found.len() {
+        0 => {
+            return Err(format!(
+                "old_text was not found in {name}; read the file again and copy the text exactly, \
+                 whitespace and indentation included"
+            ))
+        }
+        n if n > 1 && !args.replace_all => {
+            return Err(format!(
+                "old_text appears {n} times in {name}; include more surrounding lines to make it unique, \
+                 or set replace_all to true"
+            ))
+        }
+        _ => {}
+    }
+    // Written piece by piece: the new content is never held in memory next to the old.
+    write_atomic(&path, |out| {
+        let mut from = 0;
+        for &at in &found {
+            out.write_all(&text.as_bytes()[from..at])?;
+            out.write_all(args.new_text.as_bytes())?;
+            from = at + args.old_text.len();
+        }
+        out.write_all(&text.as_bytes()[from..])
+    })
+    .map_err(|e| format!("cannot write {name}: {e}"))?;
+    let line = text[..found[0]].matches('\n').count() + 1;
+    let times = if found.len() == 1 {
+        "1 occurrence".to_string()
+    } else {
+        format!("{} occurrences", found.len())
+    };
+    Ok(Output {
+        ok: true,
+        text: format!("Replaced {times} in {name} (first at line {line})"),
+    })
+}
+
+/// Writes through a temp file in the same directory, then renames it over `path`: a reader
+/// (or a crash) sees the old content or the new, never half of it. Keeps the file's mode.
+fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{file_name}.turn-{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut out = BufWriter::new(File::create(&temp)?);
+        fill(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        if let Ok(meta) = fs::metadata(path) {
+            file.set_permissions(meta.permissions())?;
+        }
+        file.sync_all()?;
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Workspace {
+        dir: PathBuf,
+    }
+
+    impl Workspace {
+        fn new(tag: &str) -> Workspace {
+            let dir = std::env::temp_dir().join(format!("turn-tools-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Workspace {
+                dir: dir.canonicalize().unwrap(),
+            }
+        }
+
+        fn call(&self, name: &str, args: Value) -> Output {
+            self.call_with(name, args, 50_000)
+        }
+
+        fn call_with(&self, name: &str, args: Value, max_output: usize) -> Output {
+            let ctx = Context {
+                workspace: &self.dir,
+                timeout: Duration::from_secs(10),
+                max_output,
+            };
+            run(name, &args.to_string(), &ctx)
+        }
+
+        fn read(&self, path: &str) -> String {
+            fs::read_to_string(self.dir.join(path)).unwrap()
+        }
+    }
+
+    impl Drop for Workspace {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    #[test]
+    fn names_round_trip_and_specs_use_them() {
+        let ws = Workspace::new("names");
+        let ctx = Context {
+            workspace: &ws.dir,
+            timeout: Duration::from_secs(1),
+            max_output: 10,
+        };
+        let specs = specs(&ctx);
+        for (tool, spec) in Tool::ALL.iter().zip(specs.as_array().unwrap()) {
+            assert_eq!(Tool::from_name(tool.name()), Some(*tool));
+            assert_eq!(spec["function"]["name"], tool.name());
+            assert_eq!(spec["type"], "function");
+        }
+    }
+
+    #[test]
+    fn unknown_tools_and_bad_arguments_are_errors_for_the_model() {
+        let ws = Workspace::new("bad");
+        let out = ws.call("fly", json!({}));
+        assert!(!out.ok);
+        assert!(out.text.starts_with("Error: Unknown tool: fly"));
+        let ctx = Context {
+            workspace: &ws.dir,
+            timeout: Duration::from_secs(1),
+            max_output: 100,
+        };
+        let out = run("bash", "{\"command\": ", &ctx);
+        assert!(out.text.contains("not valid JSON"), "{}", out.text);
+        let out = run("bash", "{\"cmd\": \"ls\"}", &ctx);
+        assert!(out.text.contains("missing field `command`"), "{}", out.text);
+        let out = run("bash", "\"{\\\"command\\\": \\\"echo twice\\\"}\"", &ctx);
+        assert_eq!(out.text, "twice\n");
+    }
+
+    #[test]
+    fn sanitize_keeps_valid_json_only() {
+        assert_eq!(sanitize_arguments("{\"a\":1}"), "{\"a\":1}");
+        assert_eq!(sanitize_arguments("{\"a\":"), "{}");
+    }
+
+    #[test]
+    fn write_then_read_with_numbered_lines() {
+        let ws = Workspace::new("rw");
+        let out = ws.call(
+            "write_file",
+            json!({"path": "a/b/c.txt", "content": "one\ntwo\n"}),
+        );
+        assert_eq!(out.text, "Created a/b/c.txt (8 bytes)");
+        let out = ws.call(
+            "write_file",
+            json!({"path": "a/b/c.txt", "content": "one\ntwo\nthree\n"}),
+        );
+        assert_eq!(out.text, "Overwrote a/b/c.txt (14 bytes)");
+        let out = ws.call("read_file", json!({"path": "a/b/c.txt"}));
+        assert_eq!(out.text, "     1\tone\n     2\ttwo\n     3\tthree\n");
+        let out = ws.call(
+            "read_file",
+            json!({"path": "a/b/c.txt", "offset": 2, "limit": 1}),
+        );
+        assert_eq!(
+            out.text,
+            "     2\ttwo\n[lines 2-2 of 3; call read_file with offset=3 to read more]"
+        );
+        let out = ws.call("read_file", json!({"path": "a/b/c.txt", "offset": 9}));
+        assert!(out.text.contains("past the end"), "{}", out.text);
+    }
+
+    #[test]
+    fn read_pages_stay_under_max_output() {
+        let ws = Workspace::new("page");
+        let content: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        fs::write(ws.dir.join("f"), content).unwrap();
+        let out = ws.call_with("read_file", json!({"path": "f"}), 100);
+        assert!(out.text.starts_with("     1\tline 1\n"));
+        assert!(
+            out.text.contains("of 100; call read_file with offset="),
+            "{}",
+            out.text
+        );
+    }
+
+    #[test]
+    fn read_refuses_binary_and_invalid_utf8_clearly() {
+        let ws = Workspace::new("bin");
+        fs::write(ws.dir.join("b"), b"\x7fELF\x00\x01").unwrap();
+        fs::write(ws.dir.join("l"), b"ok\n\xff\xfe\n").unwrap();
+        assert!(ws
+            .call("read_file", json!({"path": "b"}))
+            .text
+            .contains("binary file (6 bytes)"));
+        assert!(ws
+            .call("read_file", json!({"path": "l"}))
+            .text
+            .contains("not valid UTF-8 text (line 2)"));
+        assert!(ws
+            .call("read_file", json!({"path": "nope"}))
+            .text
+            .contains("nope does not exist"));
+        assert!(ws
+            .call("read_file", json!({"path": "."}))
+            .text
+            .contains("is a directory"));
+    }
+
+    #[test]
+    fn edit_replaces_exactly_once_or_says_why_not() {
+        let ws = Workspace::new("edit");
+        fs::write(ws.dir.join("f.rs"), "a = 1;\nb = 1;\n").unwrap();
+        let edit = |old: &str, new: &str, all: bool| {
+            ws.call(
+                "edit_file",
+                json!({"path": "f.rs", "old_text": old, "new_text": new, "replace_all": all}),
+            )
+        };
+        assert!(edit("= 1", "= 2", false).text.contains("appears 2 times"));
+        assert!(edit("c = 1", "x", false).text.contains("not found"));
+        assert!(edit("", "x", false).text.contains("empty"));
+        assert_eq!(
+            ws.read("f.rs"),
+            "a = 1;\nb = 1;\n",
+            "failed edits change nothing"
+        );
+        assert_eq!(
+            edit("b = 1", "b = 3", false).text,
+            "Replaced 1 occurrence in f.rs (first at line 2)"
+        );
+        assert_eq!(
+            edit("= ", "== ", true).text,
+            "Replaced 2 occurrences in f.rs (first at line 1)"
+        );
+        assert_eq!(ws.read("f.rs"), "a == 1;\nb == 3;\n");
+        let leftovers: Vec<_> = fs::read_dir(&ws.dir).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp files left behind");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn edit_keeps_the_file_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let ws = Workspace::new("mode");
+        let path = ws.dir.join("run.sh");
+        fs::write(&path, "echo a\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        ws.call(
+            "edit_file",
+            json!({"path": "run.sh", "old_text": "a", "new_text": "b"}),
+        );
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn file_tools_refuse_symlink_escapes() {
+        let ws = Workspace::new("escape");
+        std::os::unix::fs::symlink("/etc", ws.dir.join("etc")).unwrap();
+        for (name, args) in [
+            ("read_file", json!({"path": "etc/hostname"})),
+            ("write_file", json!({"path": "etc/x", "content": "x"})),
+            (
+                "edit_file",
+                json!({"path": "../x", "old_text": "a", "new_text": "b"}),
+            ),
+        ] {
+            let out = ws.call(name, args);
+            assert!(
+                out.text.starts_with("Error: Path escapes workspace: "),
+                "{name}: {}",
+                out.text
+            );
+        }
+    }
+
+    #[test]
+    fn bash_reports_exit_codes_and_blocks_danger() {
+        let ws = Workspace::new("bash");
+        let out = ws.call("bash", json!({"command": "echo hi; exit 2"}));
+        assert_eq!((out.ok, out.text.as_str()), (false, "hi\n[exit code 2]"));
+        assert_eq!(
+            ws.call("bash", json!({"command": "true"})).text,
+            "(no output)"
+        );
+        let out = ws.call("bash", json!({"command": "pwd"}));
+        assert_eq!(out.text.trim(), ws.dir.to_str().unwrap());
+        let out = ws.call("bash", json!({"command": "sudo ls"}));
+        assert_eq!(
+            out.text,
+            "Error: Dangerous command blocked: privilege escalation (sudo)"
+        );
+    }
+
+    #[test]
+    fn describe_is_short() {
+        assert_eq!(describe("bash", r#"{"command":"ls -la\nrm x"}"#), "ls -la…");
+        assert_eq!(
+            describe("read_file", r#"{"path":"src/main.rs"}"#),
+            "src/main.rs"
+        );
+        assert_eq!(describe("nope", "garbage"), "");
+    }
+}

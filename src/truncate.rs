@@ -1,0 +1,119 @@
+//! Keeps tool output within --max-output characters: the head and the tail survive, since
+//! that is where commands put what matters (what ran, then the error or summary), and a note in
+//! the middle says how much was elided so the model knows to narrow its query.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+
+/// `text` if it has at most `max` chars; otherwise its first and last `max / 2` chars around a
+/// note of how many were elided.
+pub fn middle(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_string();
+    }
+    let (head, tail) = (max / 2, max - max / 2);
+    let head_end = text
+        .char_indices()
+        .nth(head)
+        .map_or(text.len(), |(at, _)| at);
+    let tail_start = text
+        .char_indices()
+        .nth(total - tail)
+        .map_or(text.len(), |(at, _)| at);
+    join(&text[..head_end], total - head - tail, &text[tail_start..])
+}
+
+/// `middle` for a file that may be far larger than memory should hold: reads only the head,
+/// the tail and a running count of chars. Invalid UTF-8 is replaced, not refused.
+pub fn file_middle(file: &mut File, max: usize) -> io::Result<String> {
+    let len = file.seek(SeekFrom::End(0))?;
+    file.seek(SeekFrom::Start(0))?;
+    // A char is at most 4 bytes: a file this small cannot have more than `max` chars to keep.
+    let window = 4 * max as u64;
+    if len <= 2 * window {
+        let mut bytes = Vec::with_capacity(len as usize);
+        file.read_to_end(&mut bytes)?;
+        return Ok(middle(&String::from_utf8_lossy(&bytes), max));
+    }
+    let total = count_chars(file)?;
+    let (head_n, tail_n) = (max / 2, max - max / 2);
+    let head = read_at(file, 0, window)?;
+    let head: String = String::from_utf8_lossy(&head)
+        .chars()
+        .take(head_n)
+        .collect();
+    let tail = read_at(file, len - window, window)?;
+    let tail = String::from_utf8_lossy(&tail);
+    let skip = tail.chars().count().saturating_sub(tail_n);
+    let tail: String = tail.chars().skip(skip).collect();
+    let kept = head.chars().count() + tail.chars().count();
+    Ok(join(&head, total.saturating_sub(kept), &tail))
+}
+
+fn join(head: &str, elided: usize, tail: &str) -> String {
+    format!("{head}\n\n[... {elided} chars elided ...]\n\n{tail}")
+}
+
+fn count_chars(file: &mut File) -> io::Result<usize> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut buf = vec![0; 64 * 1024];
+    let mut total = 0;
+    loop {
+        match file.read(&mut buf)? {
+            0 => return Ok(total),
+            n => total += buf[..n].iter().filter(|&&b| b & 0xC0 != 0x80).count(),
+        }
+    }
+}
+
+fn read_at(file: &mut File, at: u64, len: u64) -> io::Result<Vec<u8>> {
+    file.seek(SeekFrom::Start(at))?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(len).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn short_text_is_kept() {
+        assert_eq!(middle("hello", 5), "hello");
+        assert_eq!(middle("", 5), "");
+    }
+
+    #[test]
+    fn long_text_keeps_head_and_tail() {
+        assert_eq!(
+            middle("abcdefghij", 4),
+            "ab\n\n[... 6 chars elided ...]\n\nij"
+        );
+        assert_eq!(
+            middle("abcdefghij", 5),
+            "ab\n\n[... 5 chars elided ...]\n\nhij"
+        );
+    }
+
+    #[test]
+    fn counts_chars_not_bytes() {
+        assert_eq!(middle("ééééé", 5), "ééééé");
+        assert_eq!(middle("éàüöñ", 2), "é\n\n[... 3 chars elided ...]\n\nñ");
+    }
+
+    #[test]
+    fn large_files_are_read_in_pieces() {
+        let path = std::env::temp_dir().join(format!("turn-truncate-{}", std::process::id()));
+        let mut file = File::create(&path).unwrap();
+        let body = "é".repeat(1000);
+        write!(file, "START{body}END").unwrap();
+        drop(file);
+        let mut file = File::open(&path).unwrap();
+        let out = file_middle(&mut file, 10).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(out, "START\n\n[... 998 chars elided ...]\n\nééEND");
+        assert_eq!(out, middle(&format!("START{body}END"), 10));
+    }
+}

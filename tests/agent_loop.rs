@@ -1,0 +1,235 @@
+//! The agent loop end to end: the real binary against the scripted mock, streaming and not.
+
+mod util;
+
+use serde_json::json;
+use util::*;
+
+/// Runs the scenario once streaming and once with --no-stream.
+fn both(scenario: impl Fn(bool)) {
+    scenario(true);
+    scenario(false);
+}
+
+fn turn_in(ws: &Workspace, mock: &Mock, stream: bool, args: &[&str]) -> Run {
+    let mut command = turn(ws, mock);
+    if !stream {
+        command.arg("--no-stream");
+    }
+    run({
+        command.args(args);
+        command
+    })
+}
+
+#[test]
+fn a_plain_answer_goes_to_stdout() {
+    both(|stream| {
+        let ws = Workspace::new();
+        let mock = Mock::start(vec![Reply::Text("Hello there, human.")]);
+        let run = turn_in(&ws, &mock, stream, &["say", "hi"]).expect(0);
+        assert_eq!(run.stdout, "Hello there, human.\n");
+        let chats = mock.chats();
+        assert_eq!(chats.len(), 1);
+        let body = &chats[0].body;
+        assert_eq!(body["model"], "mock-model");
+        assert_eq!(body["stream"], json!(stream));
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "user", "content": "say hi"})
+        );
+        let names: Vec<_> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].clone())
+            .collect();
+        assert_eq!(names, ["bash", "read_file", "write_file", "edit_file"]);
+        if stream {
+            assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        }
+        assert!(
+            chats[0].header("authorization").is_none(),
+            "no key, no Authorization header"
+        );
+    });
+}
+
+#[test]
+fn one_call_then_an_answer() {
+    both(|stream| {
+        let ws = Workspace::new();
+        let mock = Mock::start(vec![
+            bash("echo from-the-tool"),
+            Reply::Text("It printed from-the-tool."),
+        ]);
+        let run = turn_in(&ws, &mock, stream, &["run echo"]).expect(0);
+        assert_eq!(run.stdout, "It printed from-the-tool.\n");
+        assert!(
+            run.stderr.contains("[bash] echo from-the-tool (ok)"),
+            "{}",
+            run.stderr
+        );
+        let chats = mock.chats();
+        assert_eq!(chats.len(), 2);
+        let messages = chats[1].messages();
+        assert_eq!(messages[2]["role"], "assistant");
+        let id = messages[2]["tool_calls"][0]["id"].as_str().unwrap();
+        assert_eq!(messages[3]["role"], "tool");
+        assert_eq!(messages[3]["tool_call_id"], id);
+        assert_eq!(messages[3]["content"], "from-the-tool\n");
+    });
+}
+
+#[test]
+fn several_calls_in_one_response_are_answered_in_order() {
+    both(|stream| {
+        let ws = Workspace::new();
+        ws.write("notes.txt", "alpha\nbeta\n");
+        let mock = Mock::start(vec![
+            calls(&[
+                ("read_file", json!({"path": "notes.txt"})),
+                (
+                    "write_file",
+                    json!({"path": "out/new.txt", "content": "fresh"}),
+                ),
+                ("bash", json!({"command": "cat out/new.txt"})),
+            ]),
+            Reply::Text("done"),
+        ]);
+        turn_in(&ws, &mock, stream, &["go"]).expect(0);
+        assert_eq!(ws.read("out/new.txt"), "fresh");
+        let messages = mock.chats()[1].messages().clone();
+        let ids: Vec<_> = messages[2]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].clone())
+            .collect();
+        let answered: Vec<_> = messages[3..6]
+            .iter()
+            .map(|m| m["tool_call_id"].clone())
+            .collect();
+        assert_eq!(ids, answered);
+        assert_eq!(messages[3]["content"], "     1\talpha\n     2\tbeta\n");
+        assert_eq!(messages[4]["content"], "Created out/new.txt (5 bytes)");
+        assert_eq!(messages[5]["content"], "fresh");
+    });
+}
+
+#[test]
+fn a_multi_step_loop_edits_a_file() {
+    both(|stream| {
+        let ws = Workspace::new();
+        ws.write("src/lib.rs", "fn answer() -> u32 {\n    41\n}\n");
+        let mock = Mock::start(vec![
+            calls(&[("read_file", json!({"path": "src/lib.rs"}))]),
+            calls(&[(
+                "edit_file",
+                json!({"path": "src/lib.rs", "old_text": "41", "new_text": "42"}),
+            )]),
+            bash("grep -c 42 src/lib.rs"),
+            Reply::Text("Fixed the answer."),
+        ]);
+        let run = turn_in(&ws, &mock, stream, &["fix it"]).expect(0);
+        assert_eq!(ws.read("src/lib.rs"), "fn answer() -> u32 {\n    42\n}\n");
+        assert_eq!(run.stdout, "Fixed the answer.\n");
+        let chats = mock.chats();
+        assert_eq!(chats.len(), 4);
+        assert_eq!(
+            chats[2].last_content(),
+            "Replaced 1 occurrence in src/lib.rs (first at line 2)"
+        );
+        assert_eq!(chats[3].last_content(), "1\n");
+        assert_eq!(
+            chats[3].messages().len(),
+            2 + 3 * 2,
+            "the whole history is sent each time"
+        );
+    });
+}
+
+#[test]
+fn text_alongside_calls_is_printed_and_kept() {
+    let ws = Workspace::new();
+    let sse = concat!(
+        "data: {\"choices\":[{\"delta\":{\"content\":\"Let me look.\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"true\\\"}\"}}]},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n"
+    );
+    let mock = Mock::start(vec![Reply::Sse(sse.into()), Reply::Text("Done.")]);
+    let run = run({
+        let mut c = turn(&ws, &mock);
+        c.arg("go");
+        c
+    })
+    .expect(0);
+    assert_eq!(run.stdout, "Let me look.\nDone.\n");
+    let messages = mock.chats()[1].messages().clone();
+    assert_eq!(messages[2]["content"], "Let me look.");
+    assert_eq!(messages[3]["content"], "(no output)");
+}
+
+#[test]
+fn max_steps_exits_3_with_a_clear_message() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![bash("echo 1"), bash("echo 2"), bash("echo 3")]);
+    let run = turn_in(&ws, &mock, true, &["--max-steps", "2", "loop forever"]).expect(3);
+    assert!(
+        run.stderr
+            .contains("turn: stopped after 2 steps (--max-steps)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(mock.chats().len(), 2);
+}
+
+#[test]
+fn quiet_prints_only_the_answer() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![bash("echo hi"), Reply::Text("ok")]);
+    let run = turn_in(&ws, &mock, true, &["-q", "go"]).expect(0);
+    assert_eq!(run.stdout, "ok\n");
+    assert_eq!(run.stderr, "");
+}
+
+#[test]
+fn reasoning_goes_to_stderr_not_stdout_or_history() {
+    let ws = Workspace::new();
+    let sse = concat!(
+        "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"thinking hard\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"content\":\"42\"},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n"
+    );
+    let mock = Mock::start(vec![Reply::Sse(sse.into())]);
+    let run = turn_in(&ws, &mock, true, &["go"]).expect(0);
+    assert_eq!(run.stdout, "42\n");
+    assert!(run.stderr.contains("thinking hard"), "{}", run.stderr);
+    let quiet = Mock::start(vec![Reply::Sse(sse.into())]);
+    let run = turn_in(&ws, &quiet, true, &["-q", "go"]).expect(0);
+    assert_eq!(run.stderr, "");
+}
+
+#[test]
+fn the_api_key_is_sent_as_a_bearer_token() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![Reply::Text("ok")]);
+    let mut command = turn(&ws, &mock);
+    command
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["--temperature", "0.5", "hi"]);
+    run(command).expect(0);
+    let chat = &mock.chats()[0];
+    assert_eq!(chat.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(chat.body["temperature"], json!(0.5));
+}
+
+#[test]
+fn the_system_file_replaces_the_builtin_prompt() {
+    let ws = Workspace::new();
+    ws.write("sys.txt", "You are terse.");
+    let mock = Mock::start(vec![Reply::Text("ok")]);
+    turn_in(&ws, &mock, true, &["--system", "sys.txt", "hi"]).expect(0);
+    assert_eq!(mock.chats()[0].messages()[0]["content"], "You are terse.");
+}
