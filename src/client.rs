@@ -274,6 +274,11 @@ fn read_events(
     if events == 0 {
         return Err(Error::Protocol("the reply stream was empty".into()));
     }
+    if !assembler.complete() {
+        return Err(Error::Protocol(
+            "the reply stream ended before the reply was complete".into(),
+        ));
+    }
     Ok(())
 }
 

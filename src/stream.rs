@@ -153,6 +153,11 @@ impl Assembler {
         self.done
     }
 
+    /// Whether the reply says it is whole: `[DONE]` or a finish reason arrived.
+    pub fn complete(&self) -> bool {
+        self.done || self.finish_reason.is_some()
+    }
+
     fn add_call(&mut self, delta: &Value) {
         let index = delta.get("index").and_then(Value::as_u64);
         let id = match delta.get("id") {
