@@ -16,10 +16,12 @@ test:
 	cargo clippy --all-targets -- -D warnings
 	cargo test
 
-# A fully static binary (no libc needed on the target machine).
+# A fully static binary (no libc needed on the target machine). ring (TLS) compiles C, so
+# this needs musl-gcc: Debian's musl-tools, installed here when missing.
 static:
 	rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
-	cargo build --release --target $(MUSL)
+	command -v musl-gcc >/dev/null || (apt-get update -qq && apt-get install -y -qq musl-tools)
+	CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --target $(MUSL)
 	@ls -l $(STATIC)
 
 install: build
