@@ -10,7 +10,6 @@ use crate::error::{Error, Result};
 use crate::message::{normalize, Message, ToolCall};
 use crate::report::{Event, Reporter};
 use crate::signal;
-use crate::stream::Usage;
 use crate::tools::{self, Context};
 use serde_json::Value;
 use std::collections::hash_map::RandomState;
@@ -25,27 +24,17 @@ pub struct Agent<'a> {
     pub max_steps: u32,
     pub stream: bool,
     pub temperature: Option<f64>,
-    /// Token counts summed over every request so far.
-    pub usage: Usage,
-}
-
-/// How a turn that did not fail ended.
-#[allow(dead_code)] // read by the --json front end
-pub struct Done {
-    /// The model's final text.
-    pub text: String,
-    /// Model requests made.
-    pub steps: u32,
 }
 
 impl Agent<'_> {
-    /// Adds `prompt` to the history and runs the loop until the model is done.
+    /// Adds `prompt` to the history and runs the loop until the model is done; returns the
+    /// model's final text.
     pub fn turn(
-        &mut self,
+        &self,
         history: &mut Vec<Message>,
         prompt: &str,
         reporter: &mut dyn Reporter,
-    ) -> Result<Done> {
+    ) -> Result<String> {
         push(history, Message::user(prompt), reporter);
         let mut steps = 0;
         // The main loop: one model request per pass.
@@ -64,8 +53,7 @@ impl Agent<'_> {
             };
             let reply = self.client.complete(&request, &mut new_call_id, reporter)?;
             if let Some(usage) = reply.usage {
-                self.usage.prompt_tokens += usage.prompt_tokens;
-                self.usage.completion_tokens += usage.completion_tokens;
+                reporter.report(Event::Usage(usage));
             }
             if reply.finish_reason.as_deref() == Some("length") {
                 reporter.report(Event::Notice(
@@ -115,13 +103,14 @@ impl Agent<'_> {
                     arguments,
                     ok: output.ok,
                     output: &output.text,
+                    elided: output.elided,
                 });
             }
             if signal::interrupted() {
                 return Err(Error::Interrupted);
             }
         };
-        Ok(Done { text, steps })
+        Ok(text)
     }
 }
 

@@ -10,13 +10,15 @@ use std::path::PathBuf;
 pub const HELP: &str = "\
 turn: a coding agent's tool-calling loop for any OpenAI-compatible server
 
-Usage: turn [OPTIONS] PROMPT...
-       echo PROMPT | turn [OPTIONS]
-       turn [OPTIONS] -            (read the prompt from stdin)
+Usage: turn [OPTIONS] PROMPT...     one turn, then exit
+       echo PROMPT | turn [OPTIONS]  the prompt from stdin
+       turn [OPTIONS] -              the prompt from stdin, said explicitly
+       turn [OPTIONS]                on a terminal: a REPL (/help lists its commands)
 
 The model may run shell commands and read, write and edit files in the workspace until it
 answers without calling a tool. Its text goes to stdout as it arrives; one line per tool call
-goes to stderr.
+goes to stderr. AGENTS.md files in the workspace and its parents up to the git root are added
+to the system prompt. Every run is recorded under .turn/sessions/ in the workspace.
 
 Options:
   -m, --model NAME         model to ask [env TURN_MODEL]; if unset and the server lists
@@ -32,6 +34,11 @@ Options:
       --no-stream          ask for whole responses instead of streamed tokens
       --temperature T      sampling temperature, 0 to 2 [default: the server's]
   -q, --quiet              print only the model's text: no tool lines, reasoning or notices
+      --json               print JSONL events on stdout instead of text (see README)
+      --session FILE       resume the history in FILE if it exists, and record to it
+  -c, --continue           resume the newest session of this workspace
+      --no-session         record nothing
+  -i, --interactive        the REPL even when stdin is not a terminal (line by line)
   -V, --version            print the version
   -h, --help               print this help
 
@@ -46,7 +53,7 @@ Examples:
 
 #[derive(Debug, PartialEq)]
 pub enum Command {
-    Run(Args),
+    Run(Box<Args>),
     Help,
     Version,
 }
@@ -57,6 +64,18 @@ pub enum Prompt {
     Stdin,
     /// No PROMPT: read stdin when it is not a terminal.
     Missing,
+}
+
+/// Where the history is recorded.
+#[derive(Debug, PartialEq)]
+pub enum Session {
+    /// A new file under .turn/sessions/.
+    Fresh,
+    /// This file: resumed if it exists.
+    File(PathBuf),
+    /// The newest file under .turn/sessions/.
+    Latest,
+    Off,
 }
 
 #[derive(Debug, PartialEq)]
@@ -74,6 +93,9 @@ pub struct Args {
     pub stream: bool,
     pub temperature: Option<f64>,
     pub quiet: bool,
+    pub json: bool,
+    pub session: Session,
+    pub interactive: bool,
 }
 
 /// Parses the arguments after the program name; `env` looks up environment variables.
@@ -88,6 +110,16 @@ pub fn parse(
     let (mut max_steps, mut timeout, mut max_output, mut request_timeout) = (50, 120, 50_000, 600);
     let (mut system, mut temperature) = (None, None);
     let (mut stream, mut quiet, mut stdin) = (true, false, false);
+    let (mut json, mut interactive, mut session) = (false, false, Session::Fresh);
+    let mut set_session = |new: Session, flag: &str| match session {
+        Session::Fresh => {
+            session = new;
+            Ok(())
+        }
+        _ => Err(Error::Usage(format!(
+            "{flag} cannot be combined with another session flag"
+        ))),
+    };
     let mut words: Vec<String> = Vec::new();
 
     let mut parser = lexopt::Parser::from_iter(std::iter::once(OsString::from("turn")).chain(args));
@@ -116,6 +148,11 @@ pub fn parse(
                 temperature = Some(value);
             }
             Short('q') | Long("quiet") => quiet = true,
+            Long("json") => json = true,
+            Long("session") => set_session(Session::File(parser.value()?.into()), "--session")?,
+            Short('c') | Long("continue") => set_session(Session::Latest, "--continue")?,
+            Long("no-session") => set_session(Session::Off, "--no-session")?,
+            Short('i') | Long("interactive") => interactive = true,
             Value(value) if value == "-" && words.is_empty() => stdin = true,
             Value(value) => words.push(text(value, "PROMPT")?),
             _ => return Err(arg.unexpected().into()),
@@ -132,13 +169,23 @@ pub fn parse(
         (false, true) => Prompt::Missing,
         (false, false) => Prompt::Text(words.join(" ")),
     };
+    if interactive && prompt != Prompt::Missing {
+        return Err(Error::Usage(
+            "--interactive reads its prompts from stdin: give no PROMPT".into(),
+        ));
+    }
+    if json && interactive {
+        return Err(Error::Usage(
+            "--json is for one-shot runs, not --interactive".into(),
+        ));
+    }
     let base_url = base_url.trim_end_matches('/').to_string();
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(Error::Usage(format!(
             "--base-url must start with http:// or https://, not '{base_url}'"
         )));
     }
-    Ok(Command::Run(Args {
+    Ok(Command::Run(Box::new(Args {
         prompt,
         model,
         base_url,
@@ -152,7 +199,10 @@ pub fn parse(
         stream,
         temperature,
         quiet,
-    }))
+        json,
+        session,
+        interactive,
+    })))
 }
 
 fn text(value: OsString, flag: &str) -> Result<String> {
@@ -181,7 +231,7 @@ mod tests {
 
     fn args(list: &[&str]) -> Args {
         match run(list) {
-            Ok(Command::Run(args)) => args,
+            Ok(Command::Run(args)) => *args,
             other => panic!("{other:?}"),
         }
     }
@@ -285,5 +335,25 @@ mod tests {
         assert!(usage(&["--base-url", "localhost:8080", "x"]).contains("http://"));
         assert!(usage(&["--bogus"]).contains("--bogus"));
         assert!(usage(&["--model"]).contains("--model"));
+    }
+
+    #[test]
+    fn session_flags() {
+        assert_eq!(args(&["x"]).session, Session::Fresh);
+        assert_eq!(
+            args(&["--session", "s.jsonl", "x"]).session,
+            Session::File("s.jsonl".into())
+        );
+        assert_eq!(args(&["-c", "x"]).session, Session::Latest);
+        assert_eq!(args(&["--no-session", "x"]).session, Session::Off);
+        assert!(usage(&["-c", "--session", "f", "x"]).contains("cannot be combined"));
+    }
+
+    #[test]
+    fn modes() {
+        assert!(args(&["--json", "x"]).json);
+        assert!(args(&["-i"]).interactive);
+        assert!(usage(&["-i", "x"]).contains("give no PROMPT"));
+        assert!(usage(&["-i", "--json"]).contains("--json"));
     }
 }

@@ -16,6 +16,8 @@ pub enum Error {
         what: &'static str,
         err: std::io::Error,
     },
+    /// A session file has a line that is not a message: exit 2.
+    Session { path: PathBuf, detail: String },
     /// The server could not be reached, or the connection broke: exit 1.
     Connect { url: String, detail: String },
     /// The server answered with an error (in the status, or inside a 200 reply): exit 1.
@@ -38,7 +40,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_) | Error::File { .. } => 2,
+            Error::Usage(_) | Error::File { .. } | Error::Session { .. } => 2,
             Error::Connect { .. } | Error::Api { .. } | Error::Protocol(_) | Error::Timeout(_) => 1,
             Error::MaxSteps(_) => 3,
             Error::Interrupted => 130,
@@ -63,6 +65,9 @@ impl Error {
             ),
             Error::Timeout(_) => Some("a slow local model may need a larger --request-timeout"),
             Error::MaxSteps(_) => Some("raise --max-steps, or ask for a smaller step"),
+            Error::Session { .. } => {
+                Some("fix or remove that line; turn never rewrites a session file")
+            }
             _ => None,
         }
     }
@@ -73,6 +78,9 @@ impl fmt::Display for Error {
         match self {
             Error::Usage(message) => f.write_str(message),
             Error::File { path, what, err } => write!(f, "{what} {}: {err}", path.display()),
+            Error::Session { path, detail } => {
+                write!(f, "cannot resume {}: {detail}", path.display())
+            }
             Error::Connect { url, detail } => write!(f, "cannot reach {url}: {detail}"),
             Error::Api {
                 status: Some(status),

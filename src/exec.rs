@@ -18,6 +18,8 @@ const MAX_CAPTURE: u64 = 256 * 1024 * 1024;
 pub struct Outcome {
     /// The output, cut to the caller's maximum with a note in the middle.
     pub output: String,
+    /// Chars of output the cut took out.
+    pub elided: usize,
     pub end: End,
 }
 
@@ -86,8 +88,12 @@ pub fn run(
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(50));
     };
-    let output = truncate::file_middle(&mut capture, max_output)?;
-    Ok(Outcome { output, end })
+    let cut = truncate::file_middle(&mut capture, max_output)?;
+    Ok(Outcome {
+        output: cut.text,
+        elided: cut.elided,
+        end,
+    })
 }
 
 /// A new file only this process can name, in the system temp dir.
@@ -146,7 +152,10 @@ mod tests {
         let out = sh("seq 1 100000", 10);
         assert!(out.output.starts_with("1\n2\n"));
         assert!(out.output.ends_with("99999\n100000\n"));
-        assert!(out.output.contains("chars elided"));
+        assert!(out
+            .output
+            .contains(&format!("[... {} chars elided ...]", out.elided)));
+        assert!(out.elided > 500_000);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! turn: a coding agent's tool-calling loop for any OpenAI-compatible Chat Completions server.
 //!
-//! `main` parses the arguments, runs, and turns the outcome into an exit code; errors print as
-//! `turn: <what went wrong>` with a hint where one helps. See ARCHITECTURE.md for the map.
+//! `main` parses the arguments, sets up the run (workspace, prompt, session, model), runs one
+//! turn or the REPL, and turns the outcome into an exit code. See ARCHITECTURE.md for the map.
 
 mod agent;
 mod cli;
@@ -10,78 +10,121 @@ mod error;
 mod exec;
 mod message;
 mod prompt;
+mod repl;
 mod report;
 mod sandbox;
+mod session;
 mod signal;
 mod stream;
 mod tools;
 mod truncate;
 
 use crate::agent::Agent;
-use crate::cli::{Args, Command, Prompt};
+use crate::cli::{Args, Command, Prompt, Session};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::message::Message;
-use crate::report::{Console, Reporter};
+use crate::report::{Console, Event, Json, Reporter};
+use crate::session::Recorder;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("turn: {err}");
-            if let Some(hint) = err.hint() {
-                eprintln!("hint: {hint}");
-            }
-            ExitCode::from(err.exit_code())
+    let args = match cli::parse(std::env::args_os().skip(1), |name| std::env::var(name).ok()) {
+        Ok(Command::Run(args)) => *args,
+        Ok(Command::Help) => {
+            print!("{}", cli::HELP);
+            return ExitCode::SUCCESS;
         }
+        Ok(Command::Version) => {
+            println!("turn {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            report::print_error(&error);
+            return ExitCode::from(error.exit_code());
+        }
+    };
+    signal::install();
+    let (mut console, mut json) = (Console::new(args.quiet), Json::default());
+    let front: &mut dyn Reporter = if args.json { &mut json } else { &mut console };
+    let result = run(&args, front);
+    if let Err(error) = &result {
+        front.report(Event::Failed(error));
+    }
+    front.report(Event::End(result.as_ref().err()));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => ExitCode::from(error.exit_code()),
     }
 }
 
-fn run() -> Result<()> {
-    let args = match cli::parse(std::env::args_os().skip(1), |name| std::env::var(name).ok())? {
-        Command::Help => {
-            print!("{}", cli::HELP);
-            return Ok(());
-        }
-        Command::Version => {
-            println!("turn {}", env!("CARGO_PKG_VERSION"));
-            return Ok(());
-        }
-        Command::Run(args) => args,
-    };
+fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     let workspace = workspace(&args.workspace)?;
     let system = match &args.system {
         Some(path) => read_file(path, "cannot read the --system file")?,
         None => prompt::builtin(&workspace),
     };
-    let prompt = read_prompt(&args)?;
-    signal::install();
+    let system = prompt::with_agents_md(system, &workspace);
+    let session = match &args.session {
+        Session::Fresh => Some(session::fresh(&workspace)),
+        Session::File(path) => Some(path.clone()),
+        Session::Latest => Some(session::latest(&workspace)?),
+        Session::Off => None,
+    };
+    let mut history = vec![Message::system(system)];
+    if let Some(path) = &session {
+        history.extend(session::load(path)?);
+        if history.len() > 1 {
+            let notice = format!(
+                "resuming {} messages from {}",
+                history.len() - 1,
+                path.display()
+            );
+            front.report(Event::Notice(&notice));
+        }
+    }
+    let interactive =
+        args.interactive || (args.prompt == Prompt::Missing && std::io::stdin().is_terminal());
+    if interactive && args.json {
+        return Err(Error::Usage(
+            "--json needs a prompt: it is for one-shot runs, not the REPL".into(),
+        ));
+    }
+    let prompt = if interactive {
+        None
+    } else {
+        Some(read_prompt(args)?)
+    };
 
-    let mut reporter = Console::new(args.quiet);
     let client = Client::new(&args.base_url, args.api_key.clone(), args.request_timeout);
-    let model = model(&args, &client, &mut reporter)?;
+    let model = model(args, &client, front)?;
+    front.report(Event::Start {
+        model: &model,
+        base_url: &args.base_url,
+        workspace: &workspace,
+    });
     let tools = tools::Context {
         workspace: &workspace,
         timeout: Duration::from_secs(args.timeout),
         max_output: args.max_output,
     };
-    let specs = tools::specs(&tools);
-    let mut agent = Agent {
+    let agent = Agent {
         client: &client,
+        specs: tools::specs(&tools),
         model,
         tools,
-        specs,
         max_steps: args.max_steps,
         stream: args.stream,
         temperature: args.temperature,
-        usage: Default::default(),
     };
-    let mut history = vec![Message::system(system)];
-    agent.turn(&mut history, &prompt, &mut reporter).map(|_| ())
+    let mut recorder = Recorder::new(front, session);
+    match prompt {
+        Some(prompt) => agent.turn(&mut history, &prompt, &mut recorder).map(|_| ()),
+        None => repl::run(&agent, &mut history, &mut recorder, &workspace),
+    }
 }
 
 /// The workspace as a canonical path, so the sandbox can compare prefixes.
@@ -110,15 +153,8 @@ fn read_file(path: &Path, what: &'static str) -> Result<String> {
 
 /// The prompt from the words given, or from stdin when asked (`-`) or when stdin is piped.
 fn read_prompt(args: &Args) -> Result<String> {
-    let from_stdin = match &args.prompt {
-        Prompt::Text(text) => return Ok(text.clone()),
-        Prompt::Stdin => true,
-        Prompt::Missing => !std::io::stdin().is_terminal(),
-    };
-    if !from_stdin {
-        return Err(Error::Usage(
-            "no prompt given: pass it as arguments, or pipe it to stdin".into(),
-        ));
+    if let Prompt::Text(text) = &args.prompt {
+        return Ok(text.clone());
     }
     let mut text = String::new();
     std::io::stdin()

@@ -18,3 +18,99 @@ pub fn builtin(workspace: &Path) -> String {
         std::env::consts::OS,
     )
 }
+
+/// The most AGENTS.md text the system prompt takes, all files together.
+const MAX_AGENTS_MD: usize = 32 * 1024;
+
+/// `system` with the AGENTS.md files that apply to `workspace` appended: the workspace's own
+/// and its parents' up to the git root (outermost first, so nearer files speak last).
+pub fn with_agents_md(mut system: String, workspace: &Path) -> String {
+    let mut found = Vec::new();
+    for dir in workspace.ancestors() {
+        let file = dir.join("AGENTS.md");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            found.push((file, text));
+        }
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    // Outside any git repository only the workspace's own file counts.
+    if !workspace.ancestors().any(|dir| dir.join(".git").exists()) {
+        found.retain(|(file, _)| file.parent() == Some(workspace));
+    }
+    let mut budget = MAX_AGENTS_MD;
+    for (file, text) in found.into_iter().rev() {
+        if budget == 0 {
+            break;
+        }
+        system.push_str(&format!("\n\n# Instructions from {}\n\n", file.display()));
+        if text.len() <= budget {
+            system.push_str(&text);
+            budget -= text.len();
+        } else {
+            let cut = (0..=budget)
+                .rev()
+                .find(|&at| text.is_char_boundary(at))
+                .unwrap_or(0);
+            system.push_str(&text[..cut]);
+            system.push_str("\n\n[AGENTS.md text cut here: the instructions are over 32 KiB]");
+            budget = 0;
+        }
+    }
+    system
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn tree(name: &str) -> std::path::PathBuf {
+        let root = std::env::temp_dir().join(format!("turn-prompt-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("repo/.git")).unwrap();
+        fs::create_dir_all(root.join("repo/sub/ws")).unwrap();
+        fs::write(root.join("AGENTS.md"), "above the repo").unwrap();
+        fs::write(root.join("repo/AGENTS.md"), "repo rules").unwrap();
+        fs::write(root.join("repo/sub/ws/AGENTS.md"), "ws rules").unwrap();
+        root
+    }
+
+    #[test]
+    fn files_from_the_git_root_down_to_the_workspace() {
+        let root = tree("order");
+        let out = with_agents_md("base".into(), &root.join("repo/sub/ws"));
+        let repo = out.find("repo rules").unwrap();
+        let ws = out.find("ws rules").unwrap();
+        assert!(out.starts_with("base\n\n# Instructions from "));
+        assert!(repo < ws, "outermost first");
+        assert!(!out.contains("above the repo"), "stops at the git root");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn long_instructions_are_cut_with_a_note() {
+        let root = tree("cut");
+        fs::write(root.join("repo/sub/ws/AGENTS.md"), "é".repeat(40_000)).unwrap();
+        let out = with_agents_md(String::new(), &root.join("repo/sub/ws"));
+        assert!(out.ends_with("[AGENTS.md text cut here: the instructions are over 32 KiB]"));
+        assert!(out.len() < MAX_AGENTS_MD + 1000);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn no_files_no_change() {
+        let root = tree("none");
+        let ws = root.join("repo/sub");
+        assert_eq!(
+            with_agents_md("base".into(), &ws),
+            "base\n\n# Instructions from ".to_string()
+                + &root.join("repo/AGENTS.md").display().to_string()
+                + "\n\nrepo rules"
+        );
+        fs::remove_file(root.join("repo/AGENTS.md")).unwrap();
+        assert_eq!(with_agents_md("base".into(), &ws), "base");
+        fs::remove_dir_all(root).unwrap();
+    }
+}

@@ -1,18 +1,30 @@
 //! What a run shows: the agent loop reports `Event`s through the one `Reporter` trait, and the
-//! front end decides how they look. `Console` is the human one: model text to stdout as it
-//! streams, one line per tool call and any reasoning or notice to stderr.
+//! front end decides how they look. `Console` is for people: model text to stdout as it
+//! streams; one line per tool call, reasoning and notices to stderr. `Json` is for scripts:
+//! one JSON object per line on stdout, and nothing else there.
 
-use crate::message::Message;
+use crate::error::Error;
+use crate::message::{Message, Role};
+use crate::stream::Usage;
+use serde_json::{json, Value};
 use std::io::{self, IsTerminal, Write};
+use std::path::Path;
 
-#[allow(dead_code)] // ids and calls are read by the --json front end
 pub enum Event<'a> {
+    /// The run starts: what it talks to and where it works.
+    Start {
+        model: &'a str,
+        base_url: &'a str,
+        workspace: &'a Path,
+    },
     /// A piece of the assistant's text, as it arrives.
     Content(&'a str),
     /// A piece of the model's reasoning, as it arrives (never sent back to the model).
     Reasoning(&'a str),
     /// A message joined the history (the user's, the assistant's whole reply, a tool result).
     Message(&'a Message),
+    /// Tokens one model request used, as the server counted them.
+    Usage(Usage),
     /// A tool call is about to run.
     ToolCall {
         id: &'a str,
@@ -26,9 +38,14 @@ pub enum Event<'a> {
         arguments: &'a str,
         ok: bool,
         output: &'a str,
+        elided: usize,
     },
     /// Something the user should know that is not an error: a retry, a cut-off reply.
     Notice(&'a str),
+    /// An error ended the turn (and, outside the REPL, the run).
+    Failed(&'a Error),
+    /// The run is over, with the error that ended it, if any.
+    End(Option<&'a Error>),
 }
 
 pub trait Reporter {
@@ -56,9 +73,13 @@ impl Console {
         }
     }
 
-    fn end_reasoning(&mut self) {
+    /// Ends any half-written line, so what follows starts on its own.
+    fn end_lines(&mut self) {
         if std::mem::take(&mut self.open_reasoning) {
             eprintln!("{}", if self.dim { "\x1b[0m" } else { "" });
+        }
+        if std::mem::take(&mut self.open_line) {
+            write_stdout("\n");
         }
     }
 }
@@ -67,7 +88,9 @@ impl Reporter for Console {
     fn report(&mut self, event: Event<'_>) {
         match event {
             Event::Content(text) => {
-                self.end_reasoning();
+                if std::mem::take(&mut self.open_reasoning) {
+                    eprintln!("{}", if self.dim { "\x1b[0m" } else { "" });
+                }
                 write_stdout(text);
                 self.open_line = !text.ends_with('\n');
             }
@@ -78,12 +101,7 @@ impl Reporter for Console {
                 self.open_reasoning = true;
                 eprint!("{text}");
             }
-            Event::Message(message) if message.role == crate::message::Role::Assistant => {
-                self.end_reasoning();
-                if std::mem::take(&mut self.open_line) {
-                    write_stdout("\n");
-                }
-            }
+            Event::Message(message) if message.role == Role::Assistant => self.end_lines(),
             Event::ToolResult {
                 name,
                 arguments,
@@ -94,12 +112,12 @@ impl Reporter for Console {
                 let status = if ok {
                     "ok".to_string()
                 } else {
-                    let first = output
+                    let last = output
                         .lines()
                         .rev()
                         .find(|l| !l.trim().is_empty())
                         .unwrap_or_default();
-                    let short: String = first
+                    let short: String = last
                         .trim_start_matches("Error: ")
                         .chars()
                         .take(100)
@@ -112,12 +130,109 @@ impl Reporter for Console {
                 );
             }
             Event::Notice(text) if !self.quiet => {
-                self.end_reasoning();
+                self.end_lines();
                 eprintln!("turn: {text}");
             }
+            Event::Failed(error) => {
+                self.end_lines();
+                print_error(error);
+            }
+            Event::End(_) => self.end_lines(),
             _ => {}
         }
     }
+}
+
+/// JSONL for scripts: `start`, `assistant`, `tool_call`, `tool_result`, `error`, and always a
+/// final `done` with the status, steps, summed usage and the last assistant text. README
+/// documents the schema.
+#[derive(Default)]
+pub struct Json {
+    steps: u32,
+    usage: Usage,
+    /// The text of the latest assistant message: the final answer once the run is done.
+    text: String,
+}
+
+impl Reporter for Json {
+    fn report(&mut self, event: Event<'_>) {
+        let line = match event {
+            Event::Start {
+                model,
+                base_url,
+                workspace,
+            } => {
+                json!({"type": "start", "model": model, "base_url": base_url, "workspace": workspace})
+            }
+            Event::Message(message) if message.role == Role::Assistant => {
+                self.steps += 1;
+                self.text = message.content.clone().unwrap_or_default();
+                if self.text.is_empty() {
+                    return;
+                }
+                json!({"type": "assistant", "text": self.text})
+            }
+            Event::Usage(usage) => {
+                self.usage.prompt_tokens += usage.prompt_tokens;
+                self.usage.completion_tokens += usage.completion_tokens;
+                return;
+            }
+            Event::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments})
+            }
+            Event::ToolResult {
+                id,
+                name,
+                ok,
+                output,
+                elided,
+                ..
+            } => {
+                json!({"type": "tool_result", "id": id, "name": name, "ok": ok, "output": output, "elided": elided})
+            }
+            Event::Failed(error) => {
+                print_error(error);
+                json!({"type": "error", "message": error.to_string(), "hint": error.hint()})
+            }
+            Event::End(error) => {
+                let status = match error {
+                    None => "ok",
+                    Some(Error::MaxSteps(_)) => "max_steps",
+                    Some(Error::Interrupted) => "interrupted",
+                    Some(_) => "error",
+                };
+                json!({
+                    "type": "done",
+                    "status": status,
+                    "steps": self.steps,
+                    "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
+                    "text": self.text,
+                })
+            }
+            Event::Notice(text) => {
+                eprintln!("turn: {text}");
+                return;
+            }
+            _ => return,
+        };
+        write_json(&line);
+    }
+}
+
+/// `turn: <error>` and its hint on stderr: the one way errors reach people.
+pub fn print_error(error: &Error) {
+    eprintln!("turn: {error}");
+    if let Some(hint) = error.hint() {
+        eprintln!("hint: {hint}");
+    }
+}
+
+fn write_json(value: &Value) {
+    write_stdout(&format!("{value}\n"));
 }
 
 /// Writes to stdout now; a closed pipe (`turn … | head -1`) ends the run quietly, as it does

@@ -29,11 +29,23 @@ pub struct Context<'a> {
     pub max_output: usize,
 }
 
-/// A tool's reply to the model, and whether it counts as success for the activity line.
+/// A tool's reply to the model, whether it counts as success, and how many chars of it
+/// --max-output cut out.
 #[derive(Debug, PartialEq)]
 pub struct Output {
     pub ok: bool,
     pub text: String,
+    pub elided: usize,
+}
+
+impl Output {
+    fn ok(text: String) -> Output {
+        Output {
+            ok: true,
+            text,
+            elided: 0,
+        }
+    }
 }
 
 /// Lines `read_file` returns when the model gives no `limit`.
@@ -170,6 +182,7 @@ pub fn run(name: &str, arguments: &str, ctx: &Context) -> Output {
         Err(message) => Output {
             ok: false,
             text: format!("Error: {message}"),
+            elided: 0,
         },
     }
 }
@@ -273,7 +286,11 @@ fn bash(args: BashArgs, ctx: &Context) -> Result<Output, String> {
     } else if text.is_empty() {
         text.push_str("(no output)");
     }
-    Ok(Output { ok, text })
+    Ok(Output {
+        ok,
+        text,
+        elided: outcome.elided,
+    })
 }
 
 fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String> {
@@ -335,10 +352,7 @@ fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String> {
         last = total;
     }
     if total == 0 {
-        return Ok(Output {
-            ok: true,
-            text: format!("({name} is empty)"),
-        });
+        return Ok(Output::ok(format!("({name} is empty)")));
     }
     if first > total {
         return Err(format!(
@@ -351,9 +365,11 @@ fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String> {
             last + 1
         ));
     }
+    let cut = truncate::middle(&text, ctx.max_output.max(MAX_LINE_CHARS * 2));
     Ok(Output {
         ok: true,
-        text: truncate::middle(&text, ctx.max_output.max(MAX_LINE_CHARS * 2)),
+        text: cut.text,
+        elided: cut.elided,
     })
 }
 
@@ -382,10 +398,10 @@ fn write_file(args: WriteArgs, ctx: &Context) -> Result<Output, String> {
     write_atomic(&path, |out| out.write_all(args.content.as_bytes()))
         .map_err(|e| format!("cannot write {name}: {e}"))?;
     let verb = if existed { "Overwrote" } else { "Created" };
-    Ok(Output {
-        ok: true,
-        text: format!("{verb} {name} ({} bytes)", args.content.len()),
-    })
+    Ok(Output::ok(format!(
+        "{verb} {name} ({} bytes)",
+        args.content.len()
+    )))
 }
 
 fn edit_file(args: EditArgs, ctx: &Context) -> Result<Output, String> {
@@ -442,10 +458,9 @@ fn edit_file(args: EditArgs, ctx: &Context) -> Result<Output, String> {
     } else {
         format!("{} occurrences", found.len())
     };
-    Ok(Output {
-        ok: true,
-        text: format!("Replaced {times} in {name} (first at line {line})"),
-    })
+    Ok(Output::ok(format!(
+        "Replaced {times} in {name} (first at line {line})"
+    )))
 }
 
 /// Writes through a temp file in the same directory, then renames it over `path`: a reader

@@ -5,12 +5,22 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 
+/// Text cut to size, and how many chars the cut took out.
+#[derive(Debug, PartialEq)]
+pub struct Cut {
+    pub text: String,
+    pub elided: usize,
+}
+
 /// `text` if it has at most `max` chars; otherwise its first and last `max / 2` chars around a
 /// note of how many were elided.
-pub fn middle(text: &str, max: usize) -> String {
+pub fn middle(text: &str, max: usize) -> Cut {
     let total = text.chars().count();
     if total <= max {
-        return text.to_string();
+        return Cut {
+            text: text.to_string(),
+            elided: 0,
+        };
     }
     let (head, tail) = (max / 2, max - max / 2);
     let head_end = text
@@ -26,7 +36,7 @@ pub fn middle(text: &str, max: usize) -> String {
 
 /// `middle` for a file that may be far larger than memory should hold: reads only the head,
 /// the tail and a running count of chars. Invalid UTF-8 is replaced, not refused.
-pub fn file_middle(file: &mut File, max: usize) -> io::Result<String> {
+pub fn file_middle(file: &mut File, max: usize) -> io::Result<Cut> {
     let len = file.seek(SeekFrom::End(0))?;
     file.seek(SeekFrom::Start(0))?;
     // A char is at most 4 bytes: a file this small cannot have more than `max` chars to keep.
@@ -51,8 +61,11 @@ pub fn file_middle(file: &mut File, max: usize) -> io::Result<String> {
     Ok(join(&head, total.saturating_sub(kept), &tail))
 }
 
-fn join(head: &str, elided: usize, tail: &str) -> String {
-    format!("{head}\n\n[... {elided} chars elided ...]\n\n{tail}")
+fn join(head: &str, elided: usize, tail: &str) -> Cut {
+    Cut {
+        text: format!("{head}\n\n[... {elided} chars elided ...]\n\n{tail}"),
+        elided,
+    }
 }
 
 fn count_chars(file: &mut File) -> io::Result<usize> {
@@ -81,26 +94,34 @@ mod tests {
 
     #[test]
     fn short_text_is_kept() {
-        assert_eq!(middle("hello", 5), "hello");
-        assert_eq!(middle("", 5), "");
+        assert_eq!(
+            middle("hello", 5),
+            Cut {
+                text: "hello".into(),
+                elided: 0
+            }
+        );
+        assert_eq!(middle("", 5).text, "");
     }
 
     #[test]
     fn long_text_keeps_head_and_tail() {
         assert_eq!(
-            middle("abcdefghij", 4),
+            middle("abcdefghij", 4).text,
             "ab\n\n[... 6 chars elided ...]\n\nij"
         );
-        assert_eq!(
-            middle("abcdefghij", 5),
-            "ab\n\n[... 5 chars elided ...]\n\nhij"
-        );
+        let cut = middle("abcdefghij", 5);
+        assert_eq!(cut.text, "ab\n\n[... 5 chars elided ...]\n\nhij");
+        assert_eq!(cut.elided, 5);
     }
 
     #[test]
     fn counts_chars_not_bytes() {
-        assert_eq!(middle("ééééé", 5), "ééééé");
-        assert_eq!(middle("éàüöñ", 2), "é\n\n[... 3 chars elided ...]\n\nñ");
+        assert_eq!(middle("ééééé", 5).text, "ééééé");
+        assert_eq!(
+            middle("éàüöñ", 2).text,
+            "é\n\n[... 3 chars elided ...]\n\nñ"
+        );
     }
 
     #[test]
@@ -113,7 +134,8 @@ mod tests {
         let mut file = File::open(&path).unwrap();
         let out = file_middle(&mut file, 10).unwrap();
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(out, "START\n\n[... 998 chars elided ...]\n\nééEND");
+        assert_eq!(out.text, "START\n\n[... 998 chars elided ...]\n\nééEND");
+        assert_eq!(out.elided, 998);
         assert_eq!(out, middle(&format!("START{body}END"), 10));
     }
 }
