@@ -72,12 +72,21 @@ pub fn latest(workspace: &Path) -> Result<PathBuf> {
         .ok_or_else(|| Error::Usage(format!("no session to continue in {}", dir.display())))
 }
 
-/// A new session path: `.turn/sessions/<UTC time>-<pid>.jsonl`.
+/// A new session path: `.turn/sessions/<UTC time>-<pid>.jsonl`, with `-2`, `-3`… when this
+/// process already started one in the same second.
 pub fn fresh(workspace: &Path) -> PathBuf {
     let secs = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    dir(workspace).join(format!("{}-{}.jsonl", timestamp(secs), std::process::id()))
+    let stem = format!("{}-{}", timestamp(secs), std::process::id());
+    let dir = dir(workspace);
+    (1..)
+        .map(|n| match n {
+            1 => dir.join(format!("{stem}.jsonl")),
+            n => dir.join(format!("{stem}-{n}.jsonl")),
+        })
+        .find(|path| !path.exists())
+        .expect("some name is free")
 }
 
 fn dir(workspace: &Path) -> PathBuf {

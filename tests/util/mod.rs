@@ -93,31 +93,35 @@ impl Mock {
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
         let log = received.clone();
+        let script = Arc::new(Mutex::new(script.into_iter()));
         std::thread::spawn(move || {
-            let mut script = script.into_iter();
+            // A thread per connection, so a stalled reply does not hold up the next request.
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let Some(request) = read_request(&stream) else {
-                    continue;
-                };
-                log.lock().unwrap().push(request.clone());
-                let reply = match (request.method.as_str(), request.path.as_str()) {
-                    ("GET", "/v1/models") => json_reply(200, &models),
-                    ("POST", "/v1/chat/completions") => match check(&request.body) {
-                        Err(why) => json_reply(
-                            400,
-                            &json!({"error": {"message": why, "type": "invalid_request_error"}}),
-                        ),
-                        Ok(()) => script.next().unwrap_or(Reply::Raw {
-                            status: 500,
-                            headers: vec![],
-                            body: "{\"error\":{\"message\":\"mock script exhausted\"}}".into(),
-                        }),
-                    },
-                    _ => json_reply(404, &json!({"error": {"message": "no such route"}})),
-                };
-                let stream_wanted = request.body["stream"] == json!(true);
-                let _ = respond(stream, reply, stream_wanted);
+                let (log, script, models) = (log.clone(), script.clone(), models.clone());
+                std::thread::spawn(move || {
+                    let Some(request) = read_request(&stream) else {
+                        return;
+                    };
+                    log.lock().unwrap().push(request.clone());
+                    let reply = match (request.method.as_str(), request.path.as_str()) {
+                        ("GET", "/v1/models") => json_reply(200, &models),
+                        ("POST", "/v1/chat/completions") => match check(&request.body) {
+                            Err(why) => json_reply(
+                                400,
+                                &json!({"error": {"message": why, "type": "invalid_request_error"}}),
+                            ),
+                            Ok(()) => script.lock().unwrap().next().unwrap_or(Reply::Raw {
+                                status: 500,
+                                headers: vec![],
+                                body: "{\"error\":{\"message\":\"mock script exhausted\"}}".into(),
+                            }),
+                        },
+                        _ => json_reply(404, &json!({"error": {"message": "no such route"}})),
+                    };
+                    let stream_wanted = request.body["stream"] == json!(true);
+                    let _ = respond(stream, reply, stream_wanted);
+                });
             }
         });
         Mock { url, received }
