@@ -180,6 +180,12 @@ pub fn parse(
         ));
     }
     let base_url = base_url.trim_end_matches('/').to_string();
+    if base_url.starts_with("https://") && !cfg!(feature = "tls") {
+        return Err(Error::Usage(format!(
+            "this turn was built without TLS (--no-default-features), so it cannot reach {base_url}; \
+             use an http:// server or a default build"
+        )));
+    }
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(Error::Usage(format!(
             "--base-url must start with http:// or https://, not '{base_url}'"

@@ -13,7 +13,7 @@ use crate::signal::{self, Cut, Guarded};
 use crate::stream::{self, Assembler, Fault, Piece, Reply, Sse};
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::time::Duration;
 use ureq::http::Response;
 use ureq::Body;
@@ -146,40 +146,24 @@ impl Client {
         let url = format!("{}{path}", self.base_url);
         let mut attempt = 1;
         loop {
-            let wait = match self.send_once(&url, body) {
-                Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    let retry_after = response
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok());
-                    let message = error_text(response);
-                    let error = Error::Api {
-                        status: Some(status),
-                        message,
-                    };
-                    if !(status == 429 || status >= 500) || attempt == ATTEMPTS {
-                        return Err(error);
-                    }
-                    (error, retry_after.map(|s| s.min(MAX_RETRY_AFTER)))
-                }
-                Err(error @ Error::Connect { .. }) if attempt < ATTEMPTS => (error, None),
-                Err(error) => return Err(error),
+            let (error, after) = match self.try_once(&url, body) {
+                Try::Done(response) => return Ok(response),
+                Try::Fail(error) => return Err(error),
+                Try::Again(error, _) if attempt == ATTEMPTS => return Err(error),
+                Try::Again(error, after) => (error, after),
             };
-            let (error, after) = wait;
             let secs = after.unwrap_or(1 << (attempt - 1));
-            reporter.report(Event::Notice(&format!(
+            let notice = format!(
                 "{error}; retrying in {secs}s (try {} of {ATTEMPTS})",
                 attempt + 1
-            )));
+            );
+            reporter.report(Event::Notice(&notice));
             sleep(Duration::from_secs(secs))?;
             attempt += 1;
         }
     }
 
-    fn send_once(&self, url: &str, body: Option<&[u8]>) -> Result<Response<Body>> {
+    fn try_once(&self, url: &str, body: Option<&[u8]>) -> Try {
         let auth = self.api_key.as_ref().map(|key| format!("Bearer {key}"));
         let call = || match body {
             Some(body) => {
@@ -200,27 +184,74 @@ impl Client {
                 request.call()
             }
         };
-        let was_signal = |e: &ureq::Error| matches!(e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted);
-        signal::with_deadline(self.idle_secs, call, was_signal).map_err(|cut| match cut {
-            Cut::Interrupted => Error::Interrupted,
-            Cut::Timeout => Error::Timeout(self.idle_secs),
-            Cut::Failed(error) => transport_error(url, error),
-        })
+        let was_signal = |e: &ureq::Error| matches!(e, ureq::Error::Io(io) if io.kind() == io::ErrorKind::Interrupted);
+        let response = match signal::with_deadline(self.idle_secs, call, was_signal) {
+            Ok(response) => response,
+            Err(Cut::Interrupted) => return Try::Fail(Error::Interrupted),
+            Err(Cut::Timeout) => return Try::Fail(Error::Timeout(self.idle_secs)),
+            Err(Cut::Failed(error)) => return transport_error(url, error),
+        };
+        let status = response.status().as_u16();
+        if response.status().is_success() {
+            return Try::Done(response);
+        }
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|secs| secs.min(MAX_RETRY_AFTER));
+        let error = Error::Api {
+            status: Some(status),
+            message: error_text(response),
+        };
+        match status {
+            429 | 500.. => Try::Again(error, retry_after),
+            _ => Try::Fail(error),
+        }
     }
 }
 
-fn transport_error(url: &str, error: ureq::Error) -> Error {
+/// How one try went.
+enum Try {
+    Done(Response<Body>),
+    /// Worth another try, after the server's Retry-After seconds if it sent them.
+    Again(Error, Option<u64>),
+    Fail(Error),
+}
+
+/// A request that got no response: a refused or dropped connection may pass, a name that does
+/// not resolve or a TLS failure will not.
+fn transport_error(url: &str, error: ureq::Error) -> Try {
     use ureq::Error as E;
-    let detail = match &error {
+    let passing = match &error {
+        E::Io(io) => matches!(
+            io.kind(),
+            io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::TimedOut
+        ),
+        E::ConnectionFailed | E::Timeout(_) => true,
+        _ => false,
+    };
+    let detail = match error {
         E::Io(io) => io.to_string(),
         E::HostNotFound => "host not found".to_string(),
         E::ConnectionFailed => "connection failed".to_string(),
         E::Timeout(what) => format!("timed out ({what})"),
         other => other.to_string(),
     };
-    Error::Connect {
+    let error = Error::Connect {
         url: url.to_string(),
         detail,
+    };
+    if passing {
+        Try::Again(error, None)
+    } else {
+        Try::Fail(error)
     }
 }
 
