@@ -11,7 +11,7 @@ use crate::message::{normalize, Message, ToolCall};
 use crate::report::{Event, Reporter};
 use crate::signal;
 use crate::tools::{self, Context};
-use serde_json::Value;
+use serde_json::value::{to_raw_value, RawValue};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
@@ -20,7 +20,8 @@ pub struct Agent<'a> {
     pub client: &'a Client,
     pub model: String,
     pub tools: Context<'a>,
-    pub specs: Value,
+    /// The tool specs, serialized once.
+    pub specs: Box<RawValue>,
     pub max_steps: u32,
     pub stream: bool,
     pub temperature: Option<f64>,
@@ -37,16 +38,27 @@ impl Agent<'_> {
     ) -> Result<String> {
         push(history, Message::user(prompt), reporter);
         let mut steps = 0;
+        // Each message's JSON, in step with `history`: requests resend the whole history, and
+        // serializing it anew every step would make a long turn quadratic in CPU.
+        let mut wire: Vec<Box<RawValue>> = Vec::with_capacity(history.len());
         // The main loop: one model request per pass.
         let text = loop {
             if steps == self.max_steps {
                 return Err(Error::MaxSteps(self.max_steps));
             }
             steps += 1;
-            *history = normalize(std::mem::take(history));
+            if normalize(history) {
+                wire.clear();
+            }
+            for message in &history[wire.len()..] {
+                wire.push(
+                    to_raw_value(message)
+                        .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))?,
+                );
+            }
             let request = Request {
                 model: &self.model,
-                messages: history,
+                messages: &wire,
                 tools: &self.specs,
                 temperature: self.temperature,
                 stream: self.stream,

@@ -7,11 +7,11 @@
 //! an idle timeout that Ctrl-C can cut short.
 
 use crate::error::{Error, Result};
-use crate::message::Message;
 use crate::report::{Event, Reporter};
 use crate::signal::{self, Cut, Guarded};
 use crate::stream::{self, Assembler, Fault, Piece, Reply, Sse};
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::io::{self, BufRead, BufReader, Read};
 use std::time::Duration;
@@ -33,11 +33,12 @@ pub struct Client {
     idle_secs: u64,
 }
 
-/// What one model request asks for.
+/// What one model request asks for. Messages and tools come serialized already: the agent
+/// serializes each message once, not once per request.
 pub struct Request<'a> {
     pub model: &'a str,
-    pub messages: &'a [Message],
-    pub tools: &'a Value,
+    pub messages: &'a [Box<RawValue>],
+    pub tools: &'a RawValue,
     pub temperature: Option<f64>,
     pub stream: bool,
 }
@@ -45,8 +46,8 @@ pub struct Request<'a> {
 #[derive(Serialize)]
 struct Payload<'a> {
     model: &'a str,
-    messages: &'a [Message],
-    tools: &'a Value,
+    messages: &'a [Box<RawValue>],
+    tools: &'a RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     stream: bool,
@@ -62,6 +63,11 @@ impl Client {
             .timeout_send_request(Some(Duration::from_secs(60)))
             .timeout_send_body(Some(Duration::from_secs(120)))
             .user_agent(concat!("turn/", env!("CARGO_PKG_VERSION")))
+            // ureq zeroes its buffers for every request; 128 KiB each (its default) cost more
+            // CPU than the rest of a step. Bodies stream through in pieces either way.
+            .input_buffer_size(32 * 1024)
+            .output_buffer_size(32 * 1024)
+            .max_response_header_size(32 * 1024)
             .build();
         Client {
             agent: config.into(),

@@ -11,6 +11,7 @@ mod exec;
 mod message;
 mod prompt;
 mod repl;
+mod replace;
 mod report;
 mod sandbox;
 mod session;
@@ -113,7 +114,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
     let agent = Agent {
         client: &client,
-        specs: tools::specs(&tools),
+        specs: serde_json::value::to_raw_value(&tools::specs(&tools)).expect("specs are JSON"),
         model,
         tools,
         max_steps: args.max_steps,

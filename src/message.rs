@@ -106,38 +106,48 @@ impl ToolCall {
 /// - results sit right after their assistant message, in call order, one message per id;
 /// - an assistant message with neither text nor calls is dropped: it carries nothing;
 /// - everything else keeps its order. Normalizing twice changes nothing.
-pub fn normalize(history: Vec<Message>) -> Vec<Message> {
-    // Which (assistant, slot) answers each call id: the latest assistant that made the call.
-    let mut calls: HashMap<&str, (usize, usize)> = HashMap::new();
-    // Per assistant message index: the index of the result that fills each call slot.
-    let mut slots: HashMap<usize, Vec<Option<usize>>> = HashMap::new();
+///
+/// Works in place and says whether anything changed, so callers can keep what they derived
+/// from an unchanged history (the agent keeps each message's serialized form).
+pub fn normalize(history: &mut Vec<Message>) -> bool {
+    const NONE: usize = usize::MAX;
+    // One slot per tool call, holding the index of the result that answers it (or NONE);
+    // an assistant message's calls own a run of slots starting at `first_slot[i]`.
+    let mut slots: Vec<usize> = Vec::new();
+    let mut first_slot = vec![NONE; history.len()];
+    // Which slot a result for each id fills: the latest call made with that id.
+    let mut calls: HashMap<&str, usize> = HashMap::with_capacity(history.len());
     let mut broken = vec![false; history.len()];
     for (i, message) in history.iter().enumerate() {
         match message.role {
             Role::Assistant if !message.tool_calls.is_empty() => {
-                for (slot, call) in message.tool_calls.iter().enumerate() {
-                    if calls
-                        .insert(&call.id, (i, slot))
-                        .is_some_and(|(owner, _)| owner == i)
-                    {
-                        broken[i] = true;
-                    }
+                first_slot[i] = slots.len();
+                for call in &message.tool_calls {
+                    let earlier = calls.insert(&call.id, slots.len());
+                    broken[i] |= earlier.is_some_and(|slot| slot >= first_slot[i]);
+                    slots.push(NONE);
                 }
-                slots.insert(i, vec![None; message.tool_calls.len()]);
             }
             Role::Tool => {
                 let id = message.tool_call_id.as_deref().unwrap_or_default();
-                if let Some(&(owner, slot)) = calls.get(id) {
-                    let filled = &mut slots.get_mut(&owner).expect("owner has slots")[slot];
-                    filled.get_or_insert(i);
+                if let Some(&slot) = calls.get(id) {
+                    if slots[slot] == NONE {
+                        slots[slot] = i;
+                    }
                 }
             }
             _ => {}
         }
     }
 
-    let mut taken: Vec<Option<Message>> = history.into_iter().map(Some).collect();
+    let mut taken: Vec<Option<Message>> = std::mem::take(history).into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(taken.len());
+    // Whether some message left its place: a drop shifts every later one, a move is a move.
+    let mut moved = false;
+    let mut keep = |out: &mut Vec<Message>, from: usize, message: Message| {
+        moved |= from != out.len();
+        out.push(message);
+    };
     for i in 0..taken.len() {
         let Some(message) = taken[i].take() else {
             continue;
@@ -145,20 +155,24 @@ pub fn normalize(history: Vec<Message>) -> Vec<Message> {
         match message.role {
             Role::Tool => {} // placed with its call below, or stray
             Role::Assistant if !message.tool_calls.is_empty() => {
-                let answers = &slots[&i];
-                if broken[i] || answers.iter().any(Option::is_none) {
+                let answers = &slots[first_slot[i]..first_slot[i] + message.tool_calls.len()];
+                if broken[i] || answers.contains(&NONE) {
                     continue;
                 }
-                out.push(message);
-                for &result in answers.iter().flatten() {
-                    out.extend(taken[result].take());
+                keep(&mut out, i, message);
+                for &result in answers {
+                    if let Some(message) = taken[result].take() {
+                        keep(&mut out, result, message);
+                    }
                 }
             }
             Role::Assistant if message.content.as_deref().unwrap_or_default().is_empty() => {}
-            _ => out.push(message),
+            _ => keep(&mut out, i, message),
         }
     }
-    out
+    let changed = moved || out.len() != taken.len();
+    *history = out;
+    changed
 }
 
 /// Why a history would be refused by a strict server, if it would be. The same rules as
@@ -231,8 +245,13 @@ mod tests {
         parts.join(" ")
     }
 
+    fn normalized(mut history: Vec<Message>) -> Vec<Message> {
+        normalize(&mut history);
+        history
+    }
+
     fn norm(history: Vec<Message>) -> String {
-        shape(&normalize(history))
+        shape(&normalized(history))
     }
 
     #[test]
@@ -245,7 +264,26 @@ mod tests {
             result("b"),
             says("done"),
         ];
-        assert_eq!(normalize(history.clone()), history);
+        assert_eq!(normalized(history.clone()), history);
+    }
+
+    #[test]
+    fn says_whether_anything_changed() {
+        let mut valid = vec![
+            Message::user("u"),
+            asks(&["a", "b"]),
+            result("a"),
+            result("b"),
+        ];
+        assert!(!normalize(&mut valid));
+        let mut reordered = vec![asks(&["a", "b"]), result("b"), result("a")];
+        assert!(normalize(&mut reordered));
+        let mut cut_at_end = vec![Message::user("u"), asks(&["a"])];
+        assert!(normalize(&mut cut_at_end));
+        assert!(
+            !normalize(&mut cut_at_end),
+            "the second pass finds nothing to do"
+        );
     }
 
     #[test]
@@ -300,14 +338,14 @@ mod tests {
             Message::tool("a", "first"),
             Message::tool("a", "second"),
         ];
-        let out = normalize(history);
+        let out = normalized(history);
         assert_eq!(shape(&out), "a(a) t(a)");
         assert_eq!(out[1].content.as_deref(), Some("first"));
     }
 
     #[test]
     fn results_are_never_merged() {
-        let out = normalize(vec![asks(&["a", "b"]), result("b"), result("a")]);
+        let out = normalized(vec![asks(&["a", "b"]), result("b"), result("a")]);
         assert_eq!(out.len(), 3);
         assert!(out[1..].iter().all(|m| m.tool_call_id.is_some()));
     }
@@ -374,12 +412,16 @@ mod tests {
                     _ => result(ids[next(4) as usize]),
                 })
                 .collect();
-            let once = normalize(history.clone());
+            let once = normalized(history.clone());
+            assert!(
+                !normalize(&mut once.clone()),
+                "a second pass reports no change"
+            );
             if let Err(why) = check(&once) {
                 panic!("{why}\nin:  {}\nout: {}", shape(&history), shape(&once));
             }
             assert_eq!(
-                normalize(once.clone()),
+                normalized(once.clone()),
                 once,
                 "not idempotent for {}",
                 shape(&history)

@@ -4,12 +4,13 @@
 //! reads them and recovers.
 
 use crate::exec::{self, End};
+use crate::replace;
 use crate::sandbox::{self, Node};
 use crate::truncate;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -413,20 +414,14 @@ fn edit_file(args: EditArgs, ctx: &Context) -> Result<Output, String> {
     if args.old_text == args.new_text {
         return Err("old_text and new_text are the same; nothing would change".into());
     }
-    let mut text = String::new();
-    open(&path, ctx)?
-        .read_to_string(&mut text)
-        .map_err(|e| match e.kind() {
+    let found =
+        replace::find_all(open(&path, ctx)?, &args.old_text).map_err(|e| match e.kind() {
             io::ErrorKind::InvalidData => {
                 format!("{name} is not valid UTF-8 text; edit it with bash")
             }
             _ => format!("cannot read {name}: {e}"),
         })?;
-    let found: Vec<usize> = text
-        .match_indices(&args.old_text)
-        .map(|(at, _)| at)
-        .collect();
-    match found.len() {
+    match found.offsets.len() {
         0 => {
             return Err(format!(
                 "old_text was not found in {name}; read the file again and copy the text exactly, \
@@ -441,25 +436,24 @@ fn edit_file(args: EditArgs, ctx: &Context) -> Result<Output, String> {
         }
         _ => {}
     }
-    // Written piece by piece: the new content is never held in memory next to the old.
     write_atomic(&path, |out| {
-        let mut from = 0;
-        for &at in &found {
-            out.write_all(&text.as_bytes()[from..at])?;
-            out.write_all(args.new_text.as_bytes())?;
-            from = at + args.old_text.len();
-        }
-        out.write_all(&text.as_bytes()[from..])
+        let input = open(&path, ctx).map_err(io::Error::other)?;
+        replace::splice(
+            input,
+            out,
+            &found.offsets,
+            args.old_text.len(),
+            args.new_text.as_bytes(),
+        )
     })
     .map_err(|e| format!("cannot write {name}: {e}"))?;
-    let line = text[..found[0]].matches('\n').count() + 1;
-    let times = if found.len() == 1 {
-        "1 occurrence".to_string()
-    } else {
-        format!("{} occurrences", found.len())
+    let times = match found.offsets.len() {
+        1 => "1 occurrence".to_string(),
+        n => format!("{n} occurrences"),
     };
     Ok(Output::ok(format!(
-        "Replaced {times} in {name} (first at line {line})"
+        "Replaced {times} in {name} (first at line {})",
+        found.first_line
     )))
 }
 
