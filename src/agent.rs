@@ -5,6 +5,7 @@
 //! that. It reports everything it does through one `Reporter`, so front ends (console, JSON,
 //! sessions) differ only in the reporter they pass.
 
+use crate::approve::Approver;
 use crate::client::{Client, Request};
 use crate::error::{Error, Result};
 use crate::message::{normalize, Message, ToolCall};
@@ -25,13 +26,15 @@ pub struct Agent<'a> {
     pub max_steps: u32,
     pub stream: bool,
     pub temperature: Option<f64>,
+    /// Asks the user before tools act, as --approve says.
+    pub approver: Approver,
 }
 
 impl Agent<'_> {
     /// Adds `prompt` to the history and runs the loop until the model is done; returns the
     /// model's final text.
     pub fn turn(
-        &self,
+        &mut self,
         history: &mut Vec<Message>,
         prompt: &str,
         reporter: &mut dyn Reporter,
@@ -107,7 +110,7 @@ impl Agent<'_> {
                     name,
                     arguments,
                 });
-                let output = tools::run(name, arguments, &self.tools);
+                let output = tools::run(name, arguments, &self.tools, &mut self.approver);
                 push(history, Message::tool(id, output.text.as_str()), reporter);
                 reporter.report(Event::ToolResult {
                     id,

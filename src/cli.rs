@@ -2,7 +2,9 @@
 //!
 //! `parse` takes the arguments and the environment as values, so tests feed plain arrays.
 
+use crate::approve::Approve;
 use crate::error::{Error, Result};
+use crate::sandbox::Mode;
 use lexopt::prelude::*;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -34,6 +36,18 @@ Options:
       --no-stream          ask for whole responses instead of streamed tokens
       --temperature T      sampling temperature, 0 to 2 [default: the server's]
   -q, --quiet              print only the model's text: no tool lines, reasoning or notices
+      --sandbox MODE       what bash and the file tools may change [env TURN_SANDBOX]:
+                           workspace-write (default): writes only in the workspace, the temp
+                             dir and --writable dirs, enforced by Landlock for bash
+                           read-only: no writes anywhere (but /dev/null)
+                           off: no Landlock, only the keyword screen
+      --writable DIR       with workspace-write, let commands write in DIR too (repeatable)
+      --no-network         bash commands may make no TCP connections (Landlock ABI 4+)
+      --require-landlock   refuse to run when the kernel has no Landlock, instead of falling
+                           back to the keyword screen
+      --approve MODE       never: run what the sandbox allows (default without a terminal)
+                           ask: confirm each command and file write (default on a terminal)
+                           dangerous: confirm only commands the keyword screen flags
       --json               print JSONL events on stdout instead of text (see README)
       --session FILE       resume the history in FILE if it exists, and record to it
   -c, --continue           resume the newest session of this workspace
@@ -96,6 +110,12 @@ pub struct Args {
     pub json: bool,
     pub session: Session,
     pub interactive: bool,
+    pub sandbox: Mode,
+    pub writable: Vec<PathBuf>,
+    pub no_network: bool,
+    pub require_landlock: bool,
+    /// `None`: ask on a terminal, never otherwise.
+    pub approve: Option<Approve>,
 }
 
 /// Parses the arguments after the program name; `env` looks up environment variables.
@@ -111,6 +131,9 @@ pub fn parse(
     let (mut system, mut temperature) = (None, None);
     let (mut stream, mut quiet, mut stdin) = (true, false, false);
     let (mut json, mut interactive, mut session) = (false, false, Session::Fresh);
+    let mut sandbox = None;
+    let (mut writable, mut no_network, mut require_landlock, mut approve) =
+        (Vec::new(), false, false, None);
     let mut set_session = |new: Session, flag: &str| match session {
         Session::Fresh => {
             session = new;
@@ -153,12 +176,40 @@ pub fn parse(
             Short('c') | Long("continue") => set_session(Session::Latest, "--continue")?,
             Long("no-session") => set_session(Session::Off, "--no-session")?,
             Short('i') | Long("interactive") => interactive = true,
+            Long("sandbox") => {
+                let value = text(parser.value()?, "--sandbox")?;
+                sandbox = Some(
+                    Mode::parse(&value)
+                        .ok_or_else(|| Error::Usage(format!("--sandbox: {}", bad_mode(&value))))?,
+                );
+            }
+            Long("writable") => writable.push(parser.value()?.into()),
+            Long("no-network") => no_network = true,
+            Long("require-landlock") => require_landlock = true,
+            Long("approve") => {
+                approve = Some(match text(parser.value()?, "--approve")?.as_str() {
+                    "never" => Approve::Never,
+                    "ask" => Approve::Ask,
+                    "dangerous" => Approve::Dangerous,
+                    other => {
+                        return Err(Error::Usage(format!(
+                            "--approve takes never, ask or dangerous, not '{other}'"
+                        )))
+                    }
+                })
+            }
             Value(value) if value == "-" && words.is_empty() => stdin = true,
             Value(value) => words.push(text(value, "PROMPT")?),
             _ => return Err(arg.unexpected().into()),
         }
     }
 
+    let sandbox = match (sandbox, env("TURN_SANDBOX")) {
+        (Some(mode), _) => mode,
+        (None, None) => Mode::WorkspaceWrite,
+        (None, Some(value)) => Mode::parse(value.trim())
+            .ok_or_else(|| Error::Usage(format!("TURN_SANDBOX: {}", bad_mode(&value))))?,
+    };
     let prompt = match (stdin, words.is_empty()) {
         (true, true) => Prompt::Stdin,
         (true, false) => {
@@ -208,7 +259,16 @@ pub fn parse(
         json,
         session,
         interactive,
+        sandbox,
+        writable,
+        no_network,
+        require_landlock,
+        approve,
     })))
+}
+
+fn bad_mode(value: &str) -> String {
+    format!("the sandbox mode is workspace-write, read-only or off, not '{value}'")
 }
 
 fn text(value: OsString, flag: &str) -> Result<String> {
@@ -353,6 +413,48 @@ mod tests {
         assert_eq!(args(&["-c", "x"]).session, Session::Latest);
         assert_eq!(args(&["--no-session", "x"]).session, Session::Off);
         assert!(usage(&["-c", "--session", "f", "x"]).contains("cannot be combined"));
+    }
+
+    #[test]
+    fn sandbox_and_approval() {
+        let a = args(&["x"]);
+        assert_eq!(
+            (a.sandbox, a.approve, a.no_network, a.require_landlock),
+            (Mode::WorkspaceWrite, None, false, false)
+        );
+        let a = args(&[
+            "--sandbox",
+            "read-only",
+            "--approve",
+            "dangerous",
+            "--no-network",
+            "--require-landlock",
+            "--writable",
+            "/a",
+            "--writable",
+            "/b",
+            "x",
+        ]);
+        assert_eq!(a.sandbox, Mode::ReadOnly);
+        assert_eq!(a.approve, Some(Approve::Dangerous));
+        assert!(a.no_network && a.require_landlock);
+        assert_eq!(a.writable, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert!(usage(&["--sandbox", "strict", "x"]).contains("not 'strict'"));
+        assert!(usage(&["--approve", "maybe", "x"]).contains("not 'maybe'"));
+        let env = |name: &str| (name == "TURN_SANDBOX").then(|| "off".to_string());
+        let Ok(Command::Run(a)) = parse(["x"].map(OsString::from), env) else {
+            panic!()
+        };
+        assert_eq!(a.sandbox, Mode::Off);
+        let Ok(Command::Run(a)) = parse(["--sandbox", "read-only", "x"].map(OsString::from), env)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            a.sandbox,
+            Mode::ReadOnly,
+            "the flag wins over the environment"
+        );
     }
 
     #[test]

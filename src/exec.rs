@@ -2,10 +2,12 @@
 //! its own, output (stdout and stderr interleaved) to an unlinked temp file so no thread has to
 //! drain pipes. The wait polls `try_wait` until the deadline or Ctrl-C, then kills the group.
 
+use crate::landlock::{self, Policy};
 use crate::signal;
 use crate::truncate;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::raw::c_int;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -37,14 +39,30 @@ extern "C" {
 }
 const SIGKILL: c_int = 9;
 
+/// Runs `command`, confined by `policy` when there is one (Landlock, entered between fork and
+/// exec; the output file stays writable whatever the policy).
 pub fn run(
     command: &str,
     workspace: &Path,
     timeout: Duration,
     max_output: usize,
+    policy: Option<&Policy>,
 ) -> io::Result<Outcome> {
     let (mut capture, path) = temp_file()?;
-    let child = Command::new("sh")
+    let ruleset = match policy.map(|p| p.ruleset(Some(&path))).transpose() {
+        Ok(ruleset) => ruleset,
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+    };
+    let mut child = Command::new("sh");
+    if let Some(ruleset) = &ruleset {
+        let fd = ruleset.as_raw_fd();
+        // SAFETY: enforce makes only two syscalls, which is safe between fork and exec.
+        unsafe { child.pre_exec(move || landlock::enforce(fd)) };
+    }
+    let child = child
         .arg("-c")
         .arg(command)
         .current_dir(workspace)
@@ -120,7 +138,14 @@ mod tests {
     use super::*;
 
     fn sh(command: &str, secs: u64) -> Outcome {
-        run(command, Path::new("/"), Duration::from_secs(secs), 1000).unwrap()
+        run(
+            command,
+            Path::new("/"),
+            Duration::from_secs(secs),
+            1000,
+            None,
+        )
+        .unwrap()
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //! turn or the REPL, and turns the outcome into an exit code. See ARCHITECTURE.md for the map.
 
 mod agent;
+mod approve;
 mod cli;
 mod client;
 mod error;
 mod exec;
+mod landlock;
 mod message;
 mod prompt;
 mod repl;
@@ -21,11 +23,14 @@ mod tools;
 mod truncate;
 
 use crate::agent::Agent;
+use crate::approve::{Approve, Approver};
 use crate::cli::{Args, Command, Prompt, Session};
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::landlock::Policy;
 use crate::message::Message;
 use crate::report::{Console, Event, Json, Reporter};
+use crate::sandbox::Mode;
 use crate::session::Recorder;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -107,12 +112,15 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         base_url: &args.base_url,
         workspace: &workspace,
     });
+    let approver = approver(args)?;
     let tools = tools::Context {
         workspace: &workspace,
         timeout: Duration::from_secs(args.timeout),
         max_output: args.max_output,
+        policy: policy(args, &workspace)?,
+        read_only: args.sandbox == Mode::ReadOnly,
     };
-    let agent = Agent {
+    let mut agent = Agent {
         client: &client,
         specs: serde_json::value::to_raw_value(&tools::specs(&tools)).expect("specs are JSON"),
         model,
@@ -120,11 +128,85 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         max_steps: args.max_steps,
         stream: args.stream,
         temperature: args.temperature,
+        approver,
     };
     let mut recorder = Recorder::new(front, session);
     match prompt {
         Some(prompt) => agent.turn(&mut history, &prompt, &mut recorder).map(|_| ()),
-        None => repl::run(&agent, &mut history, &mut recorder, &workspace),
+        None => repl::run(&mut agent, &mut history, &mut recorder, &workspace),
+    }
+}
+
+/// The Landlock policy for bash commands, or `None` (with a warning) where there is none.
+fn policy(args: &Args, workspace: &Path) -> Result<Option<Policy>> {
+    let usage = |message: &str| Err(Error::Usage(message.to_string()));
+    if args.sandbox != Mode::WorkspaceWrite && !args.writable.is_empty() {
+        return usage("--writable goes with --sandbox workspace-write");
+    }
+    if args.sandbox == Mode::Off {
+        if args.no_network {
+            return usage("--no-network needs the Landlock sandbox, not --sandbox off");
+        }
+        eprintln!("turn: warning: --sandbox off: commands run with all your rights, screened by keywords only");
+        return Ok(None);
+    }
+    let Some(abi) = landlock::abi() else {
+        if args.require_landlock || args.no_network {
+            let flag = if args.no_network {
+                "--no-network"
+            } else {
+                "--require-landlock"
+            };
+            return usage(&format!("this kernel has no Landlock (Linux 5.13+ with landlock in lsm=), which {flag} needs"));
+        }
+        eprintln!(
+            "turn: warning: this kernel has no Landlock, so bash commands are not confined, only screened by \
+             keywords (--require-landlock refuses to run instead)"
+        );
+        return Ok(None);
+    };
+    if args.no_network && abi < 4 {
+        return usage(&format!(
+            "--no-network needs Landlock ABI 4 (Linux 6.7+); this kernel has ABI {abi}"
+        ));
+    }
+    let mut writable_dirs = Vec::new();
+    let mut writable_files = vec![PathBuf::from("/dev/null")];
+    if args.sandbox == Mode::WorkspaceWrite {
+        writable_dirs.push(workspace.to_path_buf());
+        writable_dirs.extend(std::env::temp_dir().canonicalize().ok());
+        for dir in &args.writable {
+            let dir = dir.canonicalize().map_err(|err| Error::File {
+                path: dir.clone(),
+                what: "cannot use --writable",
+                err,
+            })?;
+            writable_dirs.push(dir);
+        }
+        writable_files.extend(["/dev/zero", "/dev/full", "/dev/tty"].map(PathBuf::from));
+    }
+    let policy = Policy {
+        abi,
+        writable_dirs,
+        writable_files,
+        no_network: args.no_network,
+    };
+    // Built once now so a kernel that refuses it is reported before the model starts.
+    policy.ruleset(None).map_err(|err| Error::File {
+        path: workspace.to_path_buf(),
+        what: "cannot set up the Landlock sandbox for",
+        err,
+    })?;
+    Ok(Some(policy))
+}
+
+/// --approve, or its default: ask when there is a terminal to ask on, never otherwise.
+fn approver(args: &Args) -> Result<Approver> {
+    match args.approve {
+        Some(mode) => Approver::new(mode).map_err(Error::Usage),
+        None if std::io::stdin().is_terminal() => Ok(Approver::new(Approve::Ask)
+            .unwrap_or_else(|_| Approver::new(Approve::Never).expect("never needs no tty"))),
+        None => Approver::new(Approve::Never).map_err(Error::Usage),
     }
 }
 

@@ -20,7 +20,7 @@ Type a request and press Enter; the agent works until it answers.
 Ctrl-C during a turn stops it and keeps the history.";
 
 pub fn run(
-    agent: &Agent,
+    agent: &mut Agent,
     history: &mut Vec<Message>,
     recorder: &mut Recorder,
     workspace: &Path,

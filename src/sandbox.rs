@@ -8,6 +8,28 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// How much the model's commands and file tools may change (`--sandbox`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// Writes inside the workspace and the temp dir only (Landlock for bash).
+    WorkspaceWrite,
+    /// No writes at all, except to /dev/null.
+    ReadOnly,
+    /// No Landlock: commands run with the user's full rights, screened by keywords only.
+    Off,
+}
+
+impl Mode {
+    pub fn parse(name: &str) -> Option<Mode> {
+        match name {
+            "workspace-write" => Some(Mode::WorkspaceWrite),
+            "read-only" => Some(Mode::ReadOnly),
+            "off" => Some(Mode::Off),
+            _ => None,
+        }
+    }
+}
+
 /// What the filesystem holds at a path, as far as path resolution cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Node {

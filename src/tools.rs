@@ -3,7 +3,9 @@
 //! drift. Failures are returned as text for the model ("Error: …"), never as `Error`: the model
 //! reads them and recovers.
 
+use crate::approve::{Action, Approver};
 use crate::exec::{self, End};
+use crate::landlock::Policy;
 use crate::replace;
 use crate::sandbox::{self, Node};
 use crate::truncate;
@@ -28,6 +30,10 @@ pub struct Context<'a> {
     pub workspace: &'a Path,
     pub timeout: Duration,
     pub max_output: usize,
+    /// The Landlock policy bash commands run under, if any.
+    pub policy: Option<Policy>,
+    /// `--sandbox read-only`: the file tools write nothing.
+    pub read_only: bool,
 }
 
 /// A tool's reply to the model, whether it counts as success, and how many chars of it
@@ -163,13 +169,13 @@ struct EditArgs {
     replace_all: bool,
 }
 
-/// Runs the tool `name` with its raw JSON `arguments`.
-pub fn run(name: &str, arguments: &str, ctx: &Context) -> Output {
+/// Runs the tool `name` with its raw JSON `arguments`, once `approver` lets it.
+pub fn run(name: &str, arguments: &str, ctx: &Context, approver: &mut Approver) -> Output {
     let result = match Tool::from_name(name) {
-        Some(Tool::Bash) => parse(name, arguments).and_then(|a| bash(a, ctx)),
+        Some(Tool::Bash) => parse(name, arguments).and_then(|a| bash(a, ctx, approver)),
         Some(Tool::ReadFile) => parse(name, arguments).and_then(|a| read_file(a, ctx)),
-        Some(Tool::WriteFile) => parse(name, arguments).and_then(|a| write_file(a, ctx)),
-        Some(Tool::EditFile) => parse(name, arguments).and_then(|a| edit_file(a, ctx)),
+        Some(Tool::WriteFile) => parse(name, arguments).and_then(|a| write_file(a, ctx, approver)),
+        Some(Tool::EditFile) => parse(name, arguments).and_then(|a| edit_file(a, ctx, approver)),
         None => {
             let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
             Err(format!(
@@ -259,11 +265,21 @@ fn shown<'a>(path: &'a Path, ctx: &Context) -> std::path::Display<'a> {
         .display()
 }
 
-fn bash(args: BashArgs, ctx: &Context) -> Result<Output, String> {
-    sandbox::check_command(&args.command)
-        .map_err(|reason| format!("Dangerous command blocked: {reason}"))?;
-    let outcome = exec::run(&args.command, ctx.workspace, ctx.timeout, ctx.max_output)
-        .map_err(|e| format!("could not run the command: {e}"))?;
+fn bash(args: BashArgs, ctx: &Context, approver: &mut Approver) -> Result<Output, String> {
+    let danger = sandbox::check_command(&args.command).err();
+    approver.check(Action::Command {
+        command: &args.command,
+        danger: danger.as_deref(),
+    })?;
+    let policy = ctx.policy.as_ref();
+    let outcome = exec::run(
+        &args.command,
+        ctx.workspace,
+        ctx.timeout,
+        ctx.max_output,
+        policy,
+    )
+    .map_err(|e| format!("could not run the command: {e}"))?;
     let mut text = outcome.output;
     let note = match outcome.end {
         End::Exited(0) => None,
@@ -384,9 +400,24 @@ fn open(path: &Path, ctx: &Context) -> Result<File, String> {
     }
 }
 
-fn write_file(args: WriteArgs, ctx: &Context) -> Result<Output, String> {
+/// Refuses writes under `--sandbox read-only`, then asks the approver.
+fn may_write(ctx: &Context, approver: &mut Approver, what: &str) -> Result<(), String> {
+    if ctx.read_only {
+        return Err(
+            "the sandbox is read-only (--sandbox read-only): no file can be written".into(),
+        );
+    }
+    approver.check(Action::Write(what))
+}
+
+fn write_file(args: WriteArgs, ctx: &Context, approver: &mut Approver) -> Result<Output, String> {
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
+    may_write(
+        ctx,
+        approver,
+        &format!("write {} bytes to {name}", args.content.len()),
+    )?;
     let existed = match fs::metadata(&path) {
         Ok(meta) if meta.is_dir() => return Err(format!("{name} is a directory")),
         Ok(_) => true,
@@ -405,9 +436,10 @@ fn write_file(args: WriteArgs, ctx: &Context) -> Result<Output, String> {
     )))
 }
 
-fn edit_file(args: EditArgs, ctx: &Context) -> Result<Output, String> {
+fn edit_file(args: EditArgs, ctx: &Context, approver: &mut Approver) -> Result<Output, String> {
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
+    may_write(ctx, approver, &format!("edit {name}"))?;
     if args.old_text.is_empty() {
         return Err("old_text is empty; to create a file use write_file".into());
     }
@@ -508,17 +540,31 @@ mod tests {
         }
 
         fn call_with(&self, name: &str, args: Value, max_output: usize) -> Output {
-            let ctx = Context {
-                workspace: &self.dir,
-                timeout: Duration::from_secs(10),
-                max_output,
-            };
-            run(name, &args.to_string(), &ctx)
+            run(
+                name,
+                &args.to_string(),
+                &context(&self.dir, max_output),
+                &mut never(),
+            )
         }
 
         fn read(&self, path: &str) -> String {
             fs::read_to_string(self.dir.join(path)).unwrap()
         }
+    }
+
+    fn context(workspace: &Path, max_output: usize) -> Context<'_> {
+        Context {
+            workspace,
+            timeout: Duration::from_secs(10),
+            max_output,
+            policy: None,
+            read_only: false,
+        }
+    }
+
+    fn never() -> Approver {
+        Approver::new(crate::approve::Approve::Never).unwrap()
     }
 
     impl Drop for Workspace {
@@ -530,12 +576,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_specs_use_them() {
         let ws = Workspace::new("names");
-        let ctx = Context {
-            workspace: &ws.dir,
-            timeout: Duration::from_secs(1),
-            max_output: 10,
-        };
-        let specs = specs(&ctx);
+        let specs = specs(&context(&ws.dir, 10));
         for (tool, spec) in Tool::ALL.iter().zip(specs.as_array().unwrap()) {
             assert_eq!(Tool::from_name(tool.name()), Some(*tool));
             assert_eq!(spec["function"]["name"], tool.name());
@@ -549,16 +590,17 @@ mod tests {
         let out = ws.call("fly", json!({}));
         assert!(!out.ok);
         assert!(out.text.starts_with("Error: Unknown tool: fly"));
-        let ctx = Context {
-            workspace: &ws.dir,
-            timeout: Duration::from_secs(1),
-            max_output: 100,
-        };
-        let out = run("bash", "{\"command\": ", &ctx);
+        let ctx = context(&ws.dir, 100);
+        let out = run("bash", "{\"command\": ", &ctx, &mut never());
         assert!(out.text.contains("not valid JSON"), "{}", out.text);
-        let out = run("bash", "{\"cmd\": \"ls\"}", &ctx);
+        let out = run("bash", "{\"cmd\": \"ls\"}", &ctx, &mut never());
         assert!(out.text.contains("missing field `command`"), "{}", out.text);
-        let out = run("bash", "\"{\\\"command\\\": \\\"echo twice\\\"}\"", &ctx);
+        let out = run(
+            "bash",
+            "\"{\\\"command\\\": \\\"echo twice\\\"}\"",
+            &ctx,
+            &mut never(),
+        );
         assert_eq!(out.text, "twice\n");
     }
 
@@ -701,6 +743,22 @@ mod tests {
                 out.text
             );
         }
+    }
+
+    #[test]
+    fn read_only_refuses_file_writes() {
+        let ws = Workspace::new("ro");
+        let ctx = Context {
+            read_only: true,
+            ..context(&ws.dir, 100)
+        };
+        let args = json!({"path": "a.txt", "content": "x"}).to_string();
+        let out = run("write_file", &args, &ctx, &mut never());
+        assert_eq!(
+            out.text,
+            "Error: the sandbox is read-only (--sandbox read-only): no file can be written"
+        );
+        assert!(!ws.dir.join("a.txt").exists());
     }
 
     #[test]
