@@ -232,7 +232,8 @@ fn writes_device(target: &str) -> bool {
     let harmless = [
         "null", "zero", "stdout", "stderr", "stdin", "tty", "full", "random", "urandom",
     ];
-    !harmless.contains(&name) && !name.starts_with("fd/")
+    // fd/N are descriptors; tcp/ and udp/ are bash's network paths, not devices.
+    !harmless.contains(&name) && !["fd/", "tcp/", "udp/"].iter().any(|p| name.starts_with(p))
 }
 
 /// `:(){ :|:& };:` and the same shape with any name and spacing.
@@ -477,6 +478,7 @@ mod tests {
             "cargo build --release 2>&1 | tail -5",
             "find . -name '*.rs' | xargs wc -l",
             "echo done >&2",
+            "exec 3<>/dev/tcp/127.0.0.1/80",
             "python3 -c 'print(1)' > out.txt",
             "mkdir -p a/b && cd a/b && touch x",
         ] {

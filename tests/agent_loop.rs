@@ -66,11 +66,7 @@ fn one_call_then_an_answer() {
         ]);
         let run = turn_in(&ws, &mock, stream, &["run echo"]).expect(0);
         assert_eq!(run.stdout, "It printed from-the-tool.\n");
-        assert!(
-            run.stderr.contains("[bash] echo from-the-tool (ok)"),
-            "{}",
-            run.stderr
-        );
+        assert_has(&run.stderr, "[bash] echo from-the-tool (ok)");
         let chats = mock.chats();
         assert_eq!(chats.len(), 2);
         let messages = chats[1].messages();
@@ -176,12 +172,7 @@ fn max_steps_exits_3_with_a_clear_message() {
     let ws = Workspace::new();
     let mock = Mock::start(vec![bash("echo 1"), bash("echo 2"), bash("echo 3")]);
     let run = turn_in(&ws, &mock, true, &["--max-steps", "2", "loop forever"]).expect(3);
-    assert!(
-        run.stderr
-            .contains("turn: stopped after 2 steps (--max-steps)"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "turn: stopped after 2 steps (--max-steps)");
     assert_eq!(mock.chats().len(), 2);
 }
 
@@ -205,7 +196,7 @@ fn reasoning_goes_to_stderr_not_stdout_or_history() {
     let mock = Mock::start(vec![Reply::Sse(sse.into())]);
     let run = turn_in(&ws, &mock, true, &["go"]).expect(0);
     assert_eq!(run.stdout, "42\n");
-    assert!(run.stderr.contains("thinking hard"), "{}", run.stderr);
+    assert_has(&run.stderr, "thinking hard");
     let quiet = Mock::start(vec![Reply::Sse(sse.into())]);
     let run = turn_in(&ws, &quiet, true, &["-q", "go"]).expect(0);
     assert_eq!(run.stderr, "");

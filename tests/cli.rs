@@ -6,12 +6,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use util::*;
 
-fn go(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
-    let mut command = turn(ws, mock);
-    command.args(args);
-    run(command)
-}
-
 #[test]
 fn help_and_version() {
     let ws = Workspace::new();
@@ -85,11 +79,7 @@ fn an_empty_stdin_prompt_is_a_usage_error() {
     let ws = Workspace::new();
     let mock = Mock::start(vec![]);
     let run = go(&ws, &mock, &[]).expect(2);
-    assert!(
-        run.stderr.contains("the prompt read from stdin is empty"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "the prompt read from stdin is empty");
 }
 
 #[test]
@@ -122,11 +112,7 @@ fn interrupt(mut command: Command, ready: impl Fn() -> bool) -> (Run, Duration) 
         .status()
         .unwrap();
     let output = with_watchdog(child.id(), || child.wait_with_output().unwrap());
-    let run = Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
+    let run = Run::from(output);
     (run, sent.elapsed())
 }
 
@@ -142,7 +128,7 @@ fn ctrl_c_while_waiting_for_the_server_exits_130() {
     let (run, took) = interrupt(command, || !mock.chats().is_empty());
     let run = run.expect(130);
     assert!(took < Duration::from_secs(5), "took {took:?}");
-    assert!(run.stderr.contains("turn: interrupted"), "{}", run.stderr);
+    assert_has(&run.stderr, "turn: interrupted");
 }
 
 #[test]

@@ -107,7 +107,7 @@ fn workspace_write_allows_the_workspace_and_temp_dir_only() {
         told.contains("inside-ok") && told.contains("tmp-ok") && told.contains("null-ok"),
         "{told}"
     );
-    assert!(told.contains("Permission denied"), "{told}");
+    assert_has(&told, "Permission denied");
     assert!(
         !exists(&outside) && !exists(&place.outside("dotdot")),
         "{told}"
@@ -123,7 +123,7 @@ fn symlinks_do_not_lead_out() {
         "echo x > link/via-link; ln -s ../outside l2 && touch l2/via-new-link; ls link",
         &[],
     );
-    assert!(told.contains("Permission denied"), "{told}");
+    assert_has(&told, "Permission denied");
     assert!(
         !exists(&place.outside("via-link")) && !exists(&place.outside("via-new-link")),
         "{told}"
@@ -191,14 +191,12 @@ fn no_network_refuses_tcp_connections() {
     let place = Place::new();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let connect = format!(
-        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port})); print(\"connected\")'"
-    );
+    let connect = format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected'");
     let (_, told) = place.bash(&connect, &[]);
     assert!(told.contains("connected"), "without --no-network: {told}");
     let (_, told) = place.bash(&connect, &["--no-network"]);
     assert!(
-        told.contains("PermissionError") && !told.contains("connected"),
+        told.contains("Permission denied") && !told.contains("connected"),
         "{told}"
     );
 }
@@ -208,11 +206,7 @@ fn sandbox_off_warns_and_confines_nothing() {
     let place = Place::new();
     let script = format!("touch {}", place.outside("free").display());
     let (run, _) = place.bash(&script, &["--sandbox", "off"]);
-    assert!(
-        run.stderr.contains("warning: --sandbox off"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "warning: --sandbox off");
     assert!(exists(&place.outside("free")));
 }
 
@@ -273,7 +267,7 @@ fn ask_mode_puts_each_action_to_the_user() {
         Reply::Text("ok"),
     ]);
     let run = on_a_terminal(&place, &mock, "--approve ask", "n\ny\n");
-    assert!(run.stdout.contains("turn wants to run:"), "{}", run.stdout);
+    assert_has(&run.stdout, "turn wants to run:");
     let chats = mock.chats();
     assert_eq!(chats[1].last_content(), "Error: Denied by user");
     assert_eq!(chats[2].last_content(), "(no output)");
@@ -290,16 +284,8 @@ fn always_stops_the_questions_but_not_for_flagged_commands() {
         Reply::Text("ok"),
     ]);
     let run = on_a_terminal(&place, &mock, "--approve ask", "always\nn\n");
-    assert!(
-        run.stdout.contains("turn wants to write 1 bytes to a.txt"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("warning: privilege escalation (sudo)"),
-        "{}",
-        run.stdout
-    );
+    assert_has(&run.stdout, "turn wants to write 1 bytes to a.txt");
+    assert_has(&run.stdout, "warning: privilege escalation (sudo)");
     let chats = mock.chats();
     assert_eq!(chats[1].last_content(), "Created a.txt (1 bytes)");
     assert_eq!(

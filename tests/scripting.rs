@@ -181,12 +181,7 @@ fn an_interrupted_run_still_ends_with_done() {
         .status()
         .unwrap();
     let output = with_watchdog(child.id(), || child.wait_with_output().unwrap());
-    assert_eq!(output.status.code(), Some(130));
-    let run = Run {
-        code: 130,
-        stdout: String::from_utf8_lossy(&output.stdout).into(),
-        stderr: String::new(),
-    };
+    let run = Run::from(output).expect(130);
     let events = events(&run);
     events.iter().for_each(check_schema);
     assert_eq!(

@@ -7,12 +7,6 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use util::*;
 
-fn go(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
-    let mut command = turn(ws, mock);
-    command.args(args);
-    run(command)
-}
-
 fn sse(chunks: &[Value]) -> Reply {
     let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     body.push_str("data: [DONE]\n\n");
@@ -94,7 +88,7 @@ fn an_unknown_tool_is_an_error_for_the_model() {
         result.starts_with("Error: Unknown tool: launch_rocket"),
         "{result}"
     );
-    assert!(run.stderr.contains("[launch_rocket]"), "{}", run.stderr);
+    assert_has(&run.stderr, "[launch_rocket]");
 }
 
 #[test]
@@ -109,11 +103,9 @@ fn a_500_is_retried_then_succeeds() {
     let run = go(&ws, &mock, &["go"]).expect(0);
     assert_eq!(run.stdout, "finally\n");
     assert_eq!(mock.chats().len(), 3);
-    assert!(
-        run.stderr
-            .contains("server error 500: overloaded; retrying in 0s (try 2 of 3)"),
-        "{}",
-        run.stderr
+    assert_has(
+        &run.stderr,
+        "server error 500: overloaded; retrying in 0s (try 2 of 3)",
     );
 }
 
@@ -133,11 +125,7 @@ fn retries_back_off_and_give_up_after_three_tries() {
         "waits 1s then 2s"
     );
     assert_eq!(mock.chats().len(), 3);
-    assert!(
-        run.stderr.contains("turn: server error 503: busy"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "turn: server error 503: busy");
 }
 
 #[test]
@@ -174,12 +162,7 @@ fn a_json_error_where_sse_was_expected() {
     };
     let mock = Mock::start(vec![reply]);
     let run = go(&ws, &mock, &["go"]).expect(1);
-    assert!(
-        run.stderr
-            .contains("turn: server error: context length exceeded"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "turn: server error: context length exceeded");
 }
 
 #[test]
@@ -189,11 +172,7 @@ fn an_error_event_inside_the_stream() {
         "data: {\"error\":{\"message\":\"rate limited mid-stream\"}}\n\n".into(),
     )]);
     let run = go(&ws, &mock, &["go"]).expect(1);
-    assert!(
-        run.stderr.contains("server error: rate limited mid-stream"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "server error: rate limited mid-stream");
 }
 
 #[test]
@@ -218,11 +197,7 @@ fn keep_alive_comments_and_usage_chunks_are_skipped() {
     let mock = Mock::start(vec![Reply::Sse(body.into())]);
     let run = go(&ws, &mock, &["go"]).expect(0);
     assert_eq!(run.stdout, "hi\n");
-    assert!(
-        run.stderr.contains("cut off at the model's token limit"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "cut off at the model's token limit");
 }
 
 #[test]
@@ -230,20 +205,12 @@ fn a_stream_that_is_empty_or_breaks_off_is_an_error() {
     let ws = Workspace::new();
     let mock = Mock::start(vec![Reply::Sse(String::new())]);
     let run = go(&ws, &mock, &["go"]).expect(1);
-    assert!(
-        run.stderr.contains("the reply stream was empty"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "the reply stream was empty");
     let cut = "data: {\"choices\":[{\"delta\":{\"content\":\"partial\"}}]}\n\n";
     let mock = Mock::start(vec![Reply::Sse(cut.into())]);
     let run = go(&ws, &mock, &["go"]).expect(1);
     assert!(run.stdout.starts_with("partial"));
-    assert!(
-        run.stderr.contains("ended before the reply was complete"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "ended before the reply was complete");
 }
 
 #[test]
@@ -261,18 +228,11 @@ fn connection_refused_says_where_and_hints_at_the_base_url() {
         .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
         .arg("go");
     let run = run(command).expect(1);
-    assert!(
-        run.stderr.contains(&format!(
-            "turn: cannot reach http://127.0.0.1:{port}/v1/chat/completions"
-        )),
-        "{}",
-        run.stderr
+    assert_has(
+        &run.stderr,
+        &format!("turn: cannot reach http://127.0.0.1:{port}/v1/chat/completions"),
     );
-    assert!(
-        run.stderr.contains("hint: is the server running?"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "hint: is the server running?");
 }
 
 #[test]
@@ -285,11 +245,7 @@ fn a_silent_server_times_out() {
     let start = Instant::now();
     let run = go(&ws, &mock, &["--request-timeout", "1", "go"]).expect(1);
     assert!(start.elapsed() < Duration::from_secs(4));
-    assert!(
-        run.stderr.contains("the server sent nothing for 1s"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "the server sent nothing for 1s");
 }
 
 #[test]
@@ -312,10 +268,8 @@ fn several_models_and_none_chosen_is_a_usage_error_listing_them() {
     let mut command = turn(&ws, &mock);
     command.env_remove("TURN_MODEL").arg("go");
     let run = run(command).expect(2);
-    assert!(
-        run.stderr
-            .contains("no model given (-m or TURN_MODEL) and the server has several: a, b"),
-        "{}",
-        run.stderr
+    assert_has(
+        &run.stderr,
+        "no model given (-m or TURN_MODEL) and the server has several: a, b",
     );
 }

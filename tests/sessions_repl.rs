@@ -70,11 +70,7 @@ fn a_run_killed_mid_loop_resumes_and_completes() {
     command.args(["--session", "task.jsonl", "continue"]);
     let run = run(command).expect(0);
     assert_eq!(run.stdout, "Done now.\n");
-    assert!(
-        run.stderr.contains("resuming 2 messages from task.jsonl"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "resuming 2 messages from task.jsonl");
     assert_eq!(ws.read("out.txt"), "resumed\n");
     let sent = second.chats()[0].messages().clone();
     assert_eq!(
@@ -135,11 +131,7 @@ fn continue_without_sessions_is_a_clear_error() {
     let mut command = turn(&ws, &mock);
     command.args(["-c", "x"]);
     let run = run(command).expect(2);
-    assert!(
-        run.stderr.contains("no session to continue in"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "no session to continue in");
 }
 
 #[test]
@@ -151,11 +143,9 @@ fn a_bad_session_line_is_named_and_the_file_is_left_alone() {
     let mut command = turn(&ws, &mock);
     command.args(["--session", "s.jsonl", "go"]);
     let run = run(command).expect(2);
-    assert!(
-        run.stderr
-            .contains("turn: cannot resume s.jsonl: line 2: unknown variant `robot`"),
-        "{}",
-        run.stderr
+    assert_has(
+        &run.stderr,
+        "turn: cannot resume s.jsonl: line 2: unknown variant `robot`",
     );
     assert_eq!(ws.read("s.jsonl"), content);
     assert!(mock.received().is_empty());
@@ -188,11 +178,7 @@ impl Repl {
     fn finish(mut self) -> Run {
         drop(self.child.stdin.take()); // Ctrl-D
         let output = with_watchdog(self.child.id(), || self.child.wait_with_output().unwrap());
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into(),
-            stderr: String::from_utf8_lossy(&output.stderr).into(),
-        }
+        Run::from(output)
     }
 }
 
@@ -210,16 +196,8 @@ fn the_repl_keeps_history_across_turns_and_resets() {
     }
     let run = repl.finish().expect(0);
     assert_eq!(run.stdout, "A1\nA2\nA3\n");
-    assert!(
-        run.stderr.contains("/reset   forget the conversation"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("unknown command /bogus"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "/reset   forget the conversation");
+    assert_has(&run.stderr, "unknown command /bogus");
     let chats = mock.chats();
     assert_eq!(
         roles(chats[1].messages()),
@@ -268,11 +246,7 @@ fn ctrl_c_kills_the_running_command_and_the_repl_answers_again() {
     assert!(start.elapsed() < Duration::from_secs(5));
     let run = repl.finish().expect(0);
     assert_eq!(run.stdout, "still here\n");
-    assert!(
-        run.stderr.contains("interrupted; the history is kept"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "interrupted; the history is kept");
     assert!(!exists(&ws.path("never")));
     let sent = mock.chats()[1].messages().clone();
     assert_eq!(

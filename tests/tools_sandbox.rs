@@ -6,12 +6,6 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use util::*;
 
-fn go(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
-    let mut command = turn(ws, mock);
-    command.args(args);
-    run(command)
-}
-
 #[test]
 fn path_escapes_are_refused_and_nothing_is_written_outside() {
     let ws = Workspace::new();
@@ -47,11 +41,9 @@ fn path_escapes_are_refused_and_nothing_is_written_outside() {
     }
     assert!(!exists(&target));
     assert!(!exists(&ws.dir.parent().unwrap().join("pwned.txt")));
-    assert!(
-        run.stderr
-            .contains("[write_file] ../pwned.txt (error: Path escapes workspace: ../pwned.txt)"),
-        "{}",
-        run.stderr
+    assert_has(
+        &run.stderr,
+        "[write_file] ../pwned.txt (error: Path escapes workspace: ../pwned.txt)",
     );
 }
 
@@ -82,10 +74,7 @@ fn long_output_is_truncated_with_head_and_tail() {
     assert!(result.starts_with("1\n2\n3\n"), "{result}");
     assert!(result.ends_with("4999\n5000\n"), "{result}");
     let elided = 23893 - 200; // `seq 1 5000` prints 23893 chars
-    assert!(
-        result.contains(&format!("[... {elided} chars elided ...]")),
-        "{result}"
-    );
+    assert_has(&result, &format!("[... {elided} chars elided ...]"));
 }
 
 #[test]
@@ -129,11 +118,9 @@ fn exit_codes_and_stderr_reach_the_model() {
     ]);
     let run = go(&ws, &mock, &["go"]).expect(0);
     assert_eq!(mock.chats()[1].last_content(), "out\nerr\n[exit code 7]");
-    assert!(
-        run.stderr
-            .contains("[bash] echo out; echo err >&2; exit 7 (error: exit code 7)"),
-        "{}",
-        run.stderr
+    assert_has(
+        &run.stderr,
+        "[bash] echo out; echo err >&2; exit 7 (error: exit code 7)",
     );
 }
 

@@ -422,6 +422,32 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl From<std::process::Output> for Run {
+    fn from(output: std::process::Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Asserts that `haystack` contains `needle`, showing all of it when not.
+#[track_caller]
+pub fn assert_has(haystack: &str, needle: &str) {
+    assert!(
+        haystack.contains(needle),
+        "expected {needle:?} in:\n{haystack}"
+    );
+}
+
+/// `turn ARGS…` in `ws` against `mock`, run to completion.
+pub fn go(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
+    let mut command = turn(ws, mock);
+    command.args(args);
+    run(command)
+}
+
 impl Run {
     /// Panics with the whole run shown unless the exit code is `code`.
     pub fn expect(self, code: i32) -> Run {
@@ -468,12 +494,9 @@ pub fn run_with_input(command: &mut Command, input: Option<&str>) -> Run {
             .write_all(input.as_bytes())
             .unwrap();
     }
-    let output = with_watchdog(child.id(), || child.wait_with_output().unwrap());
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::from(with_watchdog(child.id(), || {
+        child.wait_with_output().unwrap()
+    }))
 }
 
 /// Runs `wait`; kills `pid` if it has not returned within 60s, so a hung turn fails the test
