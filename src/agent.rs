@@ -41,8 +41,8 @@ impl Agent<'_> {
     ) -> Result<String> {
         push(history, Message::user(prompt), reporter);
         let mut steps = 0;
-        // Each message's JSON, in step with `history`: requests resend the whole history, and
-        // serializing it anew every step would make a long turn quadratic in CPU.
+        // Each message's JSON, in step with `history`: every request resends the whole history,
+        // and serializing it anew each time was most of a step's CPU.
         let mut wire: Vec<Box<RawValue>> = Vec::with_capacity(history.len());
         // The main loop: one model request per pass.
         let text = loop {
@@ -94,12 +94,14 @@ impl Agent<'_> {
                 reporter,
             );
             if reply.calls.is_empty() {
+                if reply.content.is_none() {
+                    reporter.report(Event::Notice("the model answered with nothing"));
+                }
                 break reply.content.unwrap_or_default();
             }
+            // After Ctrl-C the remaining calls are answered without running, so the history
+            // still says what happened and what did not.
             for call in &reply.calls {
-                if signal::interrupted() {
-                    return Err(Error::Interrupted);
-                }
                 let (id, name, arguments) = (
                     call.id.as_str(),
                     call.function.name.as_str(),
@@ -110,7 +112,16 @@ impl Agent<'_> {
                     name,
                     arguments,
                 });
-                let output = tools::run(name, arguments, &self.tools, &mut self.approver);
+                let output = if signal::interrupted() {
+                    let text = "Error: not run: the user interrupted the turn".to_string();
+                    tools::Output {
+                        ok: false,
+                        text,
+                        elided: 0,
+                    }
+                } else {
+                    tools::run(name, arguments, &self.tools, &mut self.approver)
+                };
                 push(history, Message::tool(id, output.text.as_str()), reporter);
                 reporter.report(Event::ToolResult {
                     id,

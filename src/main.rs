@@ -104,14 +104,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     } else {
         Some(read_prompt(args)?)
     };
-
-    let client = Client::new(&args.base_url, args.api_key.clone(), args.request_timeout);
-    let model = model(args, &client, front)?;
-    front.report(Event::Start {
-        model: &model,
-        base_url: &args.base_url,
-        workspace: &workspace,
-    });
+    // Everything that can be checked locally is, before the server is asked anything.
     let approver = approver(args)?;
     let tools = tools::Context {
         workspace: &workspace,
@@ -120,6 +113,14 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         policy: policy(args, &workspace)?,
         read_only: args.sandbox == Mode::ReadOnly,
     };
+
+    let client = Client::new(&args.base_url, args.api_key.clone(), args.request_timeout);
+    let model = model(args, &client, front)?;
+    front.report(Event::Start {
+        model: &model,
+        base_url: &args.base_url,
+        workspace: &workspace,
+    });
     let mut agent = Agent {
         client: &client,
         specs: serde_json::value::to_raw_value(&tools::specs(&tools)).expect("specs are JSON"),

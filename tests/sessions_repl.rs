@@ -3,7 +3,7 @@
 
 mod util;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -307,5 +307,42 @@ fn agents_md_joins_the_system_prompt() {
     assert!(
         system.ends_with("Always run `make test` before answering."),
         "{system}"
+    );
+}
+
+#[test]
+fn calls_after_an_interrupted_one_are_answered_as_not_run() {
+    let ws = Workspace::new();
+    let marker = ws.path("first");
+    let mock = Mock::start(vec![
+        calls(&[
+            (
+                "bash",
+                json!({"command": format!("touch {}; sleep 30", marker.display())}),
+            ),
+            ("bash", json!({"command": "touch second"})),
+        ]),
+        Reply::Text("understood"),
+    ]);
+    let mut repl = Repl::start(&ws, &mock);
+    repl.say("two things");
+    wait_for(|| exists(&marker));
+    sigint(&repl.child);
+    repl.say("what happened?");
+    wait_for(|| mock.chats().len() == 2);
+    repl.finish().expect(0);
+    assert!(!exists(&ws.path("second")), "the second call did not run");
+    let sent = mock.chats()[1].messages().clone();
+    assert_eq!(
+        roles(&sent),
+        ["system", "user", "assistant", "tool", "tool", "user"]
+    );
+    assert_has(
+        sent[3]["content"].as_str().unwrap(),
+        "[interrupted by the user; the command was killed]",
+    );
+    assert_eq!(
+        sent[4]["content"],
+        "Error: not run: the user interrupted the turn"
     );
 }
