@@ -44,7 +44,8 @@ pub fn run(
     loop {
         eprint!("> ");
         let _ = io::stderr().flush();
-        let Some(line) = read_line(&mut input)? else {
+        let line = read_line(&mut input).inspect_err(|_| eprintln!())?; // ^C: end the prompt's line
+        let Some(line) = line else {
             eprintln!();
             return Ok(());
         };

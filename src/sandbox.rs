@@ -151,6 +151,10 @@ fn check_simple(words: &[&str]) -> Result<(), String> {
         }
         "mkfs" | "mke2fs" | "mkswap" | "wipefs" => Err(format!("formatting a disk ({program})")),
         p if p.starts_with("mkfs.") => Err(format!("formatting a disk ({program})")),
+        "tee" | "cp" => match args.iter().find(|a| writes_device(a)) {
+            Some(target) => Err(format!("write to device {target} ({program})")),
+            None => Ok(()),
+        },
         "dd" => match args.iter().find_map(|a| a.strip_prefix("of=")) {
             Some(target) if writes_device(target) => {
                 Err(format!("raw write to a device (dd of={target})"))
@@ -441,6 +445,8 @@ mod tests {
             "dd if=/dev/zero of=/dev/sda bs=1M",
             "echo x > /dev/sda",
             "cat img >/dev/nvme0n1",
+            "echo 1 | tee /dev/sda",
+            "cp disk.img /dev/sdb",
             ":(){ :|:& };:",
             "bomb() { bomb | bomb & }; bomb",
             "chmod -R 777 /",
@@ -478,6 +484,7 @@ mod tests {
             "cargo build --release 2>&1 | tail -5",
             "find . -name '*.rs' | xargs wc -l",
             "echo done >&2",
+            "echo log | tee -a /dev/stderr out.log",
             "exec 3<>/dev/tcp/127.0.0.1/80",
             "python3 -c 'print(1)' > out.txt",
             "mkdir -p a/b && cd a/b && touch x",

@@ -50,7 +50,6 @@ pub fn interrupted() -> bool {
 }
 
 /// Forgets a handled Ctrl-C (the REPL goes back to its prompt).
-#[allow(dead_code)]
 pub fn clear() {
     INTERRUPTED.store(false, Ordering::SeqCst);
 }
