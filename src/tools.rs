@@ -394,6 +394,8 @@ fn open(path: &Path, ctx: &Context) -> Result<File, String> {
     let name = shown(path, ctx);
     match fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(format!("{name} is a directory; list it with bash (ls)")),
+        // A FIFO or device would block the read or never end.
+        Ok(meta) if !meta.is_file() => Err(format!("{name} is not a regular file")),
         Ok(_) => File::open(path).map_err(|e| format!("cannot open {name}: {e}")),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!("{name} does not exist")),
         Err(e) => Err(format!("cannot open {name}: {e}")),
@@ -413,16 +415,16 @@ fn may_write(ctx: &Context, approver: &mut Approver, what: &str) -> Result<(), S
 fn write_file(args: WriteArgs, ctx: &Context, approver: &mut Approver) -> Result<Output, String> {
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
-    may_write(
-        ctx,
-        approver,
-        &format!("write {} bytes to {name}", args.content.len()),
-    )?;
     let existed = match fs::metadata(&path) {
         Ok(meta) if meta.is_dir() => return Err(format!("{name} is a directory")),
         Ok(_) => true,
         Err(_) => false,
     };
+    may_write(
+        ctx,
+        approver,
+        &format!("write {} bytes to {name}", args.content.len()),
+    )?;
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create the directory for {name}: {e}"))?;
@@ -439,7 +441,6 @@ fn write_file(args: WriteArgs, ctx: &Context, approver: &mut Approver) -> Result
 fn edit_file(args: EditArgs, ctx: &Context, approver: &mut Approver) -> Result<Output, String> {
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
-    may_write(ctx, approver, &format!("edit {name}"))?;
     if args.old_text.is_empty() {
         return Err("old_text is empty; to create a file use write_file".into());
     }
@@ -468,6 +469,7 @@ fn edit_file(args: EditArgs, ctx: &Context, approver: &mut Approver) -> Result<O
         }
         _ => {}
     }
+    may_write(ctx, approver, &format!("edit {name}"))?;
     write_atomic(&path, |out| {
         let input = open(&path, ctx).map_err(io::Error::other)?;
         replace::splice(
