@@ -15,23 +15,18 @@ use std::time::SystemTime;
 
 /// The messages in a session file (none if it does not exist yet).
 pub fn load(path: &Path) -> Result<Vec<Message>> {
-    let mut text = String::new();
-    match File::open(path) {
-        Ok(mut file) => file.read_to_string(&mut text),
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => {
+            let path = path.into();
             return Err(Error::File {
-                path: path.into(),
+                path,
                 what: "cannot read session",
                 err,
-            })
+            });
         }
-    }
-    .map_err(|err| Error::File {
-        path: path.into(),
-        what: "cannot read session",
-        err,
-    })?;
+    };
     let mut messages = Vec::new();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     for (i, line) in lines.iter().enumerate() {
