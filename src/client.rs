@@ -22,6 +22,8 @@ use ureq::Body;
 const ATTEMPTS: u32 = 3;
 /// The longest wait a Retry-After header can ask for.
 const MAX_RETRY_AFTER: u64 = 120;
+/// How long to wait for the end of a stream after its `[DONE]`.
+const DRAIN: Duration = Duration::from_millis(500);
 /// A reply body larger than this is refused (a whole response, or an error page).
 const MAX_BODY: u64 = 64 * 1024 * 1024;
 
@@ -30,7 +32,7 @@ pub struct Client {
     base_url: String,
     api_key: Option<String>,
     /// Seconds the server may stay silent: before the reply starts, and between chunks.
-    idle_secs: u64,
+    idle: Duration,
 }
 
 /// What one model request asks for. Messages and tools come serialized already: the agent
@@ -65,15 +67,15 @@ impl Client {
             .user_agent(concat!("turn/", env!("CARGO_PKG_VERSION")))
             // ureq zeroes its buffers for every request; 128 KiB each (its default) cost more
             // CPU than the rest of a step. Bodies stream through in pieces either way.
-            .input_buffer_size(32 * 1024)
-            .output_buffer_size(32 * 1024)
-            .max_response_header_size(32 * 1024)
+            .input_buffer_size(16 * 1024)
+            .output_buffer_size(16 * 1024)
+            .max_response_header_size(16 * 1024)
             .build();
         Client {
             agent: config.into(),
             base_url: base_url.to_string(),
             api_key,
-            idle_secs,
+            idle: Duration::from_secs(idle_secs),
         }
     }
 
@@ -105,7 +107,7 @@ impl Client {
         };
         let reader = Guarded {
             inner: response.into_body().into_reader(),
-            idle_secs: self.idle_secs,
+            idle: self.idle,
         };
         if sse {
             read_events(reader, &mut assembler, &mut show)?;
@@ -122,7 +124,7 @@ impl Client {
         let response = self.send("/models", None, reporter)?;
         let text = read_body(Guarded {
             inner: response.into_body().into_reader(),
-            idle_secs: self.idle_secs,
+            idle: self.idle,
         })?;
         let value: Value = serde_json::from_str(&text)
             .map_err(|_| Error::Protocol(format!("GET /models: {text:.200}")))?;
@@ -191,10 +193,10 @@ impl Client {
             }
         };
         let was_signal = |e: &ureq::Error| matches!(e, ureq::Error::Io(io) if io.kind() == io::ErrorKind::Interrupted);
-        let response = match signal::with_deadline(self.idle_secs, call, was_signal) {
+        let response = match signal::with_deadline(self.idle, call, was_signal) {
             Ok(response) => response,
             Err(Cut::Interrupted) => return Try::Fail(Error::Interrupted),
-            Err(Cut::Timeout) => return Try::Fail(Error::Timeout(self.idle_secs)),
+            Err(Cut::Timeout) => return Try::Fail(Error::Timeout(self.idle.as_secs())),
             Err(Cut::Failed(error)) => return transport_error(url, error),
         };
         let status = response.status().as_u16();
@@ -292,6 +294,11 @@ fn read_events(
             events += 1;
             assembler.feed(&data, show).map_err(from_server)?;
             if assembler.done() {
+                // Read the little that follows so the connection can serve the next request
+                // (a new TLS handshake per step is slow); a server that keeps the stream open
+                // after [DONE] costs only this short wait.
+                reader.get_mut().idle = DRAIN;
+                let _ = io::copy(&mut reader, &mut io::sink());
                 return Ok(());
             }
         } else if n > 0
@@ -331,7 +338,7 @@ fn read_error(reader: &Guarded<impl Read>, e: std::io::Error) -> Error {
     if signal::interrupted() {
         Error::Interrupted
     } else if e.kind() == std::io::ErrorKind::TimedOut {
-        Error::Timeout(reader.idle_secs)
+        Error::Timeout(reader.idle.as_secs())
     } else {
         Error::Connect {
             url: "the server".into(),

@@ -2,8 +2,9 @@
 //! is confined so it can read and run anything but write only where the sandbox mode allows,
 //! and, where the kernel supports it, make no TCP connections.
 //!
-//! Raw syscalls through `extern "C"`, no crate. The ruleset is built in the parent (it is only
-//! a file descriptor); the child merely enforces it between fork and exec.
+//! Raw syscalls through `extern "C"`, no crate. The ruleset is built once (it is only a file
+//! descriptor) and enforced either by turn itself, so everything it starts inherits it, or by
+//! each command's child between fork and exec.
 
 use std::ffi::CString;
 use std::io;
@@ -106,9 +107,9 @@ impl Policy {
         rights
     }
 
-    /// The ruleset, as a file descriptor to hand to `enforce` in the child. Paths that do not
-    /// exist are skipped (a machine without /dev/tty, say).
-    pub fn ruleset(&self, extra_file: Option<&Path>) -> io::Result<OwnedFd> {
+    /// The ruleset, as a file descriptor to hand to `enforce` in each child: built once, used
+    /// for every command. Paths that do not exist are skipped (a machine without /dev/tty).
+    pub fn ruleset(&self) -> io::Result<OwnedFd> {
         let handled_fs = self.handled_fs();
         let attr = RulesetAttr {
             handled_access_fs: handled_fs,
@@ -142,9 +143,7 @@ impl Policy {
         let files = self
             .writable_files
             .iter()
-            .map(PathBuf::as_path)
-            .chain(extra_file)
-            .map(|f| (f, file_rights));
+            .map(|f| (f.as_path(), file_rights));
         for (path, rights) in dirs.chain(files) {
             let Ok(target) = open_path(path) else {
                 continue;
@@ -176,8 +175,8 @@ impl Policy {
     }
 }
 
-/// Confines the calling process for good. Called in the child between fork and exec: only
-/// async-signal-safe calls (two syscalls).
+/// Confines the calling process, and all it starts from then on, for good. Safe between fork
+/// and exec: it makes two syscalls and nothing else.
 pub fn enforce(ruleset: RawFd) -> io::Result<()> {
     // SAFETY: plain syscalls on integers.
     unsafe {

@@ -33,6 +33,7 @@ use crate::report::{Console, Event, Json, Reporter};
 use crate::sandbox::Mode;
 use crate::session::Recorder;
 use std::io::{IsTerminal, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -106,11 +107,20 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
     // Everything that can be checked locally is, before the server is asked anything.
     let approver = approver(args)?;
+    let ruleset = confinement(args, &workspace)?;
+    // With workspace-write (and the network open) turn confines itself, once all it needs
+    // outside the workspace is open: every command inherits the ruleset, and the file tools
+    // are held to it by the kernel too. The other modes confine each command alone.
+    let confine_self = args.sandbox == Mode::WorkspaceWrite && !args.no_network;
+    let (own_ruleset, per_command) = match ruleset {
+        Some(ruleset) if confine_self => (Some(ruleset), None),
+        ruleset => (None, ruleset),
+    };
     let tools = tools::Context {
         workspace: &workspace,
         timeout: Duration::from_secs(args.timeout),
         max_output: args.max_output,
-        policy: policy(args, &workspace)?,
+        confine: per_command,
         read_only: args.sandbox == Mode::ReadOnly,
     };
 
@@ -132,14 +142,21 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         approver,
     };
     let mut recorder = Recorder::new(front, session);
+    if let Some(ruleset) = own_ruleset {
+        landlock::enforce(ruleset.as_raw_fd()).map_err(|err| Error::File {
+            path: workspace.clone(),
+            what: "cannot enter the Landlock sandbox for",
+            err,
+        })?;
+    }
     match prompt {
         Some(prompt) => agent.turn(&mut history, &prompt, &mut recorder).map(|_| ()),
         None => repl::run(&mut agent, &mut history, &mut recorder, &workspace),
     }
 }
 
-/// The Landlock policy for bash commands, or `None` (with a warning) where there is none.
-fn policy(args: &Args, workspace: &Path) -> Result<Option<Policy>> {
+/// The Landlock ruleset for bash commands, or `None` (with a warning) where there is none.
+fn confinement(args: &Args, workspace: &Path) -> Result<Option<OwnedFd>> {
     let usage = |message: &str| Err(Error::Usage(message.to_string()));
     if args.sandbox != Mode::WorkspaceWrite && !args.writable.is_empty() {
         return usage("--writable goes with --sandbox workspace-write");
@@ -192,13 +209,12 @@ fn policy(args: &Args, workspace: &Path) -> Result<Option<Policy>> {
         writable_files,
         no_network: args.no_network,
     };
-    // Built once now so a kernel that refuses it is reported before the model starts.
-    policy.ruleset(None).map_err(|err| Error::File {
+    let ruleset = policy.ruleset().map_err(|err| Error::File {
         path: workspace.to_path_buf(),
         what: "cannot set up the Landlock sandbox for",
         err,
     })?;
-    Ok(Some(policy))
+    Ok(Some(ruleset))
 }
 
 /// --approve, or its default: ask when there is a terminal to ask on, never otherwise.

@@ -6,11 +6,13 @@
 //! so turn can never get stuck ignoring the user.
 
 use std::io::{self, Read};
-use std::os::raw::{c_int, c_uint};
+use std::os::raw::{c_int, c_long};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 const SIGINT: c_int = 2;
 const SIGALRM: c_int = 14;
+const ITIMER_REAL: c_int = 0;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static ALARMED: AtomicBool = AtomicBool::new(false);
@@ -18,8 +20,26 @@ static ALARMED: AtomicBool = AtomicBool::new(false);
 extern "C" {
     fn signal(signum: c_int, handler: usize) -> usize;
     fn siginterrupt(signum: c_int, flag: c_int) -> c_int;
-    fn alarm(seconds: c_uint) -> c_uint;
+    fn setitimer(which: c_int, new: *const Itimerval, old: *mut Itimerval) -> c_int;
     fn _exit(status: c_int) -> !;
+}
+
+/// `struct itimerval` as 64-bit Linux lays it out (time_t and suseconds_t are both long).
+#[repr(C)]
+struct Itimerval {
+    interval: [c_long; 2],
+    value: [c_long; 2],
+}
+
+/// Arms SIGALRM to fire once after `after`; zero disarms it.
+fn arm(after: Duration) {
+    let secs = after.as_secs().min(c_long::MAX as u64) as c_long;
+    let timer = Itimerval {
+        interval: [0, 0],
+        value: [secs, after.subsec_micros() as c_long],
+    };
+    // SAFETY: timer is a valid itimerval; the old value is not asked for.
+    unsafe { setitimer(ITIMER_REAL, &timer, std::ptr::null_mut()) };
 }
 
 extern "C" fn on_interrupt(_: c_int) {
@@ -54,11 +74,11 @@ pub fn clear() {
     INTERRUPTED.store(false, Ordering::SeqCst);
 }
 
-/// Runs `f` (a blocking read) with SIGALRM armed to fire after `secs`; says which signal, if
-/// any, cut it short. `was_signal` tells whether an error is the `Interrupted` a signal causes;
+/// Runs `f` (a blocking read or wait) with SIGALRM armed to fire after `limit`; says which
+/// signal, if any, cut it short. `was_signal` tells whether an error is the `Interrupted` a signal causes;
 /// one that neither flag explains (none is expected) just retries.
 pub fn with_deadline<T, E>(
-    secs: u64,
+    limit: Duration,
     mut f: impl FnMut() -> Result<T, E>,
     was_signal: impl Fn(&E) -> bool,
 ) -> Result<T, Cut<E>> {
@@ -67,10 +87,9 @@ pub fn with_deadline<T, E>(
             return Err(Cut::Interrupted);
         }
         ALARMED.store(false, Ordering::SeqCst);
-        // SAFETY: alarm has no memory effects.
-        unsafe { alarm(secs.min(c_uint::MAX as u64) as c_uint) };
+        arm(limit);
         let result = f();
-        unsafe { alarm(0) };
+        arm(Duration::ZERO);
         match result {
             Err(e) if was_signal(&e) => {
                 if interrupted() {
@@ -98,7 +117,7 @@ pub enum Cut<E> {
 /// (time without a byte), which is what a stream of tokens needs.
 pub struct Guarded<R> {
     pub inner: R,
-    pub idle_secs: u64,
+    pub idle: Duration,
 }
 
 impl<R: Read> Read for Guarded<R> {
@@ -106,12 +125,10 @@ impl<R: Read> Read for Guarded<R> {
         // Errors leave as `Other` wrapping the Cut's text, so `read_line` does not retry them;
         // callers check `interrupted()` to tell Ctrl-C from the rest.
         let was_signal = |e: &io::Error| e.kind() == io::ErrorKind::Interrupted;
-        with_deadline(self.idle_secs, || self.inner.read(buf), was_signal).map_err(
-            |cut| match cut {
-                Cut::Failed(e) => e,
-                Cut::Interrupted => io::Error::other("interrupted"),
-                Cut::Timeout => io::Error::new(io::ErrorKind::TimedOut, "idle timeout"),
-            },
-        )
+        with_deadline(self.idle, || self.inner.read(buf), was_signal).map_err(|cut| match cut {
+            Cut::Failed(e) => e,
+            Cut::Interrupted => io::Error::other("interrupted"),
+            Cut::Timeout => io::Error::new(io::ErrorKind::TimedOut, "idle timeout"),
+        })
     }
 }

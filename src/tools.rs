@@ -5,7 +5,6 @@
 
 use crate::approve::{Action, Approver};
 use crate::exec::{self, End};
-use crate::landlock::Policy;
 use crate::replace;
 use crate::sandbox::{self, Node};
 use crate::truncate;
@@ -13,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -30,8 +30,8 @@ pub struct Context<'a> {
     pub workspace: &'a Path,
     pub timeout: Duration,
     pub max_output: usize,
-    /// The Landlock policy bash commands run under, if any.
-    pub policy: Option<Policy>,
+    /// The Landlock ruleset bash commands run under, if any.
+    pub confine: Option<OwnedFd>,
     /// `--sandbox read-only`: the file tools write nothing.
     pub read_only: bool,
 }
@@ -271,13 +271,13 @@ fn bash(args: BashArgs, ctx: &Context, approver: &mut Approver) -> Result<Output
         command: &args.command,
         danger: danger.as_deref(),
     })?;
-    let policy = ctx.policy.as_ref();
+    let confine = ctx.confine.as_ref();
     let outcome = exec::run(
         &args.command,
         ctx.workspace,
         ctx.timeout,
         ctx.max_output,
-        policy,
+        confine,
     )
     .map_err(|e| format!("could not run the command: {e}"))?;
     let mut text = outcome.output;
@@ -560,7 +560,7 @@ mod tests {
             workspace,
             timeout: Duration::from_secs(10),
             max_output,
-            policy: None,
+            confine: None,
             read_only: false,
         }
     }

@@ -315,3 +315,15 @@ fn dangerous_mode_asks_only_about_flagged_commands() {
     assert_eq!(chats[1].last_content(), "plain\n");
     assert_eq!(chats[2].last_content(), "Error: Denied by user");
 }
+
+#[test]
+fn a_session_file_outside_the_workspace_is_still_recorded() {
+    require_landlock!();
+    let place = Place::new();
+    let session = place.outside("task.jsonl");
+    let mock = Mock::start(vec![bash("touch ../outside/not-this"), Reply::Text("done")]);
+    run(place.turn(&mock, &["--session", session.to_str().unwrap(), "go"])).expect(0);
+    let recorded = std::fs::read_to_string(&session).unwrap();
+    assert_eq!(recorded.lines().count(), 4, "user, call, result, answer:\n{recorded}");
+    assert!(!exists(&place.outside("not-this")), "the model still cannot write there");
+}
