@@ -13,6 +13,7 @@ use std::time::Duration;
 const SIGINT: c_int = 2;
 const SIGALRM: c_int = 14;
 const ITIMER_REAL: c_int = 0;
+const SIG_IGN: usize = 1;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static ALARMED: AtomicBool = AtomicBool::new(false);
@@ -57,7 +58,11 @@ extern "C" fn on_alarm(_: c_int) {
 pub fn install() {
     // SAFETY: the handlers only touch atomics and call _exit, which are async-signal-safe.
     unsafe {
-        signal(SIGINT, on_interrupt as extern "C" fn(c_int) as usize);
+        // A shell starts background jobs with SIGINT ignored, so Ctrl-C meant for the
+        // foreground leaves them alone; turn keeps it that way.
+        if signal(SIGINT, on_interrupt as extern "C" fn(c_int) as usize) == SIG_IGN {
+            signal(SIGINT, SIG_IGN);
+        }
         siginterrupt(SIGINT, 1);
         signal(SIGALRM, on_alarm as extern "C" fn(c_int) as usize);
         siginterrupt(SIGALRM, 1);

@@ -150,3 +150,27 @@ fn ctrl_c_during_a_command_kills_it_and_exits_130() {
     assert!(!exists(&ws.path("started.after")));
     assert_eq!(mock.chats().len(), 1, "no request after the interrupt");
 }
+
+#[test]
+fn a_background_job_started_with_sigint_ignored_keeps_ignoring_it() {
+    use std::os::unix::process::CommandExt;
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![Reply::Stall(
+        Duration::from_millis(500),
+        Box::new(Reply::Text("finished")),
+    )]);
+    let mut command = turn(&ws, &mock);
+    command.arg("go");
+    // SAFETY: signal() is async-signal-safe; SIGINT (2) to SIG_IGN (1), as `sh -c 'turn &'` does.
+    unsafe {
+        command.pre_exec(|| {
+            signal(2, 1);
+            Ok(())
+        })
+    };
+    let (run, _) = interrupt(command, || !mock.chats().is_empty());
+    assert_eq!(run.expect(0).stdout, "finished\n");
+}

@@ -324,6 +324,13 @@ fn a_session_file_outside_the_workspace_is_still_recorded() {
     let mock = Mock::start(vec![bash("touch ../outside/not-this"), Reply::Text("done")]);
     run(place.turn(&mock, &["--session", session.to_str().unwrap(), "go"])).expect(0);
     let recorded = std::fs::read_to_string(&session).unwrap();
-    assert_eq!(recorded.lines().count(), 4, "user, call, result, answer:\n{recorded}");
-    assert!(!exists(&place.outside("not-this")), "the model still cannot write there");
+    assert_eq!(
+        recorded.lines().count(),
+        4,
+        "user, call, result, answer:\n{recorded}"
+    );
+    assert!(
+        !exists(&place.outside("not-this")),
+        "the model still cannot write there"
+    );
 }

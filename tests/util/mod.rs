@@ -8,6 +8,7 @@
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -472,7 +473,20 @@ pub fn turn(ws: &Workspace, mock: &Mock) -> Command {
         .env("OPENAI_BASE_URL", &mock.url)
         .env("TURN_MODEL", "mock-model");
     command.stdin(Stdio::null());
+    // turn leaves SIGINT ignored when it starts that way (a background job's lot); the tests
+    // send it Ctrl-C, so it must start with the default, however the tests were started.
+    // SAFETY: signal() is async-signal-safe.
+    unsafe { command.pre_exec(|| default_sigint().map(|_| ())) };
     command
+}
+
+fn default_sigint() -> std::io::Result<()> {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    // SAFETY: SIGINT (2) back to SIG_DFL (0).
+    unsafe { signal(2, 0) };
+    Ok(())
 }
 
 /// Runs to completion (killed after 60s), capturing both streams.
