@@ -162,13 +162,15 @@ pub fn parse(
             Long("system") => system = Some(parser.value()?.into()),
             Long("no-stream") => stream = false,
             Long("temperature") => {
-                let value: f64 = parser.value()?.parse()?;
-                if !(0.0..=2.0).contains(&value) {
-                    return Err(Error::Usage(format!(
-                        "--temperature must be between 0 and 2, not {value}"
-                    )));
+                let value = text(parser.value()?, "--temperature")?;
+                match value.trim().parse::<f64>() {
+                    Ok(t) if (0.0..=2.0).contains(&t) => temperature = Some(t),
+                    _ => {
+                        return Err(Error::Usage(format!(
+                            "--temperature must be a number from 0 to 2, not '{value}'"
+                        )))
+                    }
                 }
-                temperature = Some(value);
             }
             Short('q') | Long("quiet") => quiet = true,
             Long("json") => json = true,
@@ -239,7 +241,8 @@ pub fn parse(
     }
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(Error::Usage(format!(
-            "--base-url must start with http:// or https://, not '{base_url}'"
+            "the base URL (--base-url or OPENAI_BASE_URL) must start with http:// or https://, \
+             not '{base_url}'"
         )));
     }
     Ok(Command::Run(Box::new(Args {
@@ -398,6 +401,8 @@ mod tests {
         assert!(usage(&["--max-steps", "0", "x"]).contains("--max-steps"));
         assert!(usage(&["--timeout", "soon", "x"]).contains("'soon'"));
         assert!(usage(&["--temperature", "3", "x"]).contains("--temperature"));
+        assert!(usage(&["--temperature", "warm", "x"])
+            .contains("--temperature must be a number from 0 to 2, not 'warm'"));
         assert!(usage(&["--base-url", "localhost:8080", "x"]).contains("http://"));
         assert!(usage(&["--bogus"]).contains("--bogus"));
         assert!(usage(&["--model"]).contains("--model"));

@@ -40,7 +40,7 @@ fn usage_errors_exit_2_and_name_the_flag() {
         ),
         (
             vec!["--temperature", "9", "x"],
-            "--temperature must be between 0 and 2",
+            "--temperature must be a number from 0 to 2",
         ),
         (
             vec!["-C", "/no/such/dir", "x"],
