@@ -83,6 +83,10 @@ pub fn run(
 fn read_line(input: &mut impl BufRead) -> Result<Option<String>> {
     let mut line = Vec::new();
     loop {
+        // A Ctrl-C that came before the read began would not interrupt it.
+        if signal::interrupted() {
+            return Err(Error::Interrupted);
+        }
         let buf = match input.fill_buf() {
             Ok(buf) => buf,
             Err(e) if e.kind() == io::ErrorKind::Interrupted && signal::interrupted() => {
@@ -92,6 +96,10 @@ fn read_line(input: &mut impl BufRead) -> Result<Option<String>> {
             Err(_) => &[], // stdin is gone: as good as its end
         };
         if buf.is_empty() {
+            // The end of input and a Ctrl-C can come together; the Ctrl-C wins.
+            if signal::interrupted() {
+                return Err(Error::Interrupted);
+            }
             return Ok((!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned()));
         }
         let (taken, done) = match buf.iter().position(|&b| b == b'\n') {

@@ -283,7 +283,7 @@ fn ctrl_c_at_the_prompt_exits_130() {
     let ws = Workspace::new();
     let mock = Mock::start(vec![]);
     let repl = Repl::start(&ws, &mock);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_sigint_handler(repl.child.id());
     sigint(&repl.child);
     let start = Instant::now();
     let run = repl.finish();

@@ -533,6 +533,28 @@ pub fn with_watchdog<T>(pid: u32, wait: impl FnOnce() -> T) -> T {
     result
 }
 
+/// Waits until process `pid` handles SIGINT itself (its handler is installed), so a SIGINT
+/// sent now is turn's to handle and not the default death.
+pub fn wait_for_sigint_handler(pid: u32) {
+    let start = Instant::now();
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & (1 << 1) != 0 {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "turn never installed its SIGINT handler"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 pub fn exists(path: &Path) -> bool {
     path.symlink_metadata().is_ok()
 }
