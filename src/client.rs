@@ -301,10 +301,7 @@ fn read_events(
                 let _ = io::copy(&mut reader, &mut io::sink());
                 return Ok(());
             }
-        } else if n > 0
-            && !text.starts_with(['d', 'e', 'i', 'r', ':'])
-            && plain.len() < MAX_BODY as usize
-        {
+        } else if n > 0 && !Sse::is_sse(text) && plain.len() < MAX_BODY as usize {
             plain.push_str(text);
             plain.push('\n');
         }

@@ -34,6 +34,15 @@ impl Sse {
         None
     }
 
+    /// Whether a line belongs to an event stream: a field, a comment or a blank line.
+    pub fn is_sse(line: &str) -> bool {
+        line.trim().is_empty()
+            || line.starts_with(':')
+            || ["data", "event", "id", "retry"]
+                .iter()
+                .any(|field| line.starts_with(field))
+    }
+
     /// The last event, when the stream ends without a blank line.
     pub fn finish(&mut self) -> Option<String> {
         self.started = false;
@@ -413,5 +422,7 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
         assert_eq!(parser.line("data: b"), None);
         assert_eq!(parser.line("\r"), Some("a\nb".to_string()));
         assert_eq!(parser.line(""), None);
+        assert!(Sse::is_sse("data: x") && Sse::is_sse(": ping") && Sse::is_sse(""));
+        assert!(!Sse::is_sse("{\"error\": 1}"));
     }
 }
