@@ -73,11 +73,16 @@ impl Console {
         }
     }
 
-    /// Ends any half-written line, so what follows starts on its own.
-    fn end_lines(&mut self) {
+    /// Ends reasoning being written to stderr (and its dimming), if any.
+    fn end_reasoning(&mut self) {
         if std::mem::take(&mut self.open_reasoning) {
             eprintln!("{}", if self.dim { "\x1b[0m" } else { "" });
         }
+    }
+
+    /// Ends any half-written line, so what follows starts on its own.
+    fn end_lines(&mut self) {
+        self.end_reasoning();
         if std::mem::take(&mut self.open_line) {
             write_stdout("\n");
         }
@@ -88,9 +93,7 @@ impl Reporter for Console {
     fn report(&mut self, event: Event<'_>) {
         match event {
             Event::Content(text) => {
-                if std::mem::take(&mut self.open_reasoning) {
-                    eprintln!("{}", if self.dim { "\x1b[0m" } else { "" });
-                }
+                self.end_reasoning();
                 write_stdout(text);
                 self.open_line = !text.ends_with('\n');
             }
