@@ -2,8 +2,8 @@
 
 mod util;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 use util::*;
 
 #[test]
@@ -96,24 +96,6 @@ fn a_prompt_argument_never_reads_stdin() {
     let child = command.spawn().unwrap();
     let output = with_watchdog(child.id(), || child.wait_with_output().unwrap());
     assert_eq!(output.status.code(), Some(0));
-}
-
-/// Starts turn, waits until `ready` holds, sends SIGINT, and returns the finished run.
-fn interrupt(mut command: Command, ready: impl Fn() -> bool) -> (Run, Duration) {
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = command.spawn().unwrap();
-    let start = Instant::now();
-    while !ready() && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let sent = Instant::now();
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let output = with_watchdog(child.id(), || child.wait_with_output().unwrap());
-    let run = Run::from(output);
-    (run, sent.elapsed())
 }
 
 #[test]

@@ -4,8 +4,6 @@
 mod util;
 
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
-use std::time::Duration;
 use util::*;
 
 fn events(run: &Run) -> Vec<Value> {
@@ -167,21 +165,9 @@ fn an_interrupted_run_still_ends_with_done() {
         Reply::Text("never"),
     ]);
     let mut command = turn(&ws, &mock);
-    command
-        .args(["--json", "go"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = command.spawn().unwrap();
-    let start = std::time::Instant::now();
-    while !exists(&marker) && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let output = with_watchdog(child.id(), || child.wait_with_output().unwrap());
-    let run = Run::from(output).expect(130);
+    command.args(["--json", "go"]);
+    let (run, _) = interrupt(command, || exists(&marker));
+    let run = run.expect(130);
     let events = events(&run);
     events.iter().for_each(check_schema);
     assert_eq!(

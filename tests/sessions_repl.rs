@@ -5,27 +5,9 @@ mod util;
 
 use serde_json::{json, Value};
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use util::*;
-
-fn wait_for(what: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !what() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out waiting"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn sigint(child: &Child) {
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-}
 
 fn lines(path: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap();
@@ -240,7 +222,7 @@ fn ctrl_c_kills_the_running_command_and_the_repl_answers_again() {
     repl.say("sleep please");
     wait_for(|| exists(&marker));
     let start = Instant::now();
-    sigint(&repl.child);
+    sigint(repl.child.id());
     repl.say("are you there?");
     wait_for(|| mock.chats().len() == 2);
     assert!(start.elapsed() < Duration::from_secs(5));
@@ -270,7 +252,7 @@ fn ctrl_c_while_waiting_for_the_model_returns_to_the_prompt() {
     repl.say("slow question");
     wait_for(|| mock.chats().len() == 1);
     std::thread::sleep(Duration::from_millis(100));
-    sigint(&repl.child);
+    sigint(repl.child.id());
     repl.say("quick question");
     let run = repl.finish().expect(0);
     assert_eq!(run.stdout, "fresh answer\n");
@@ -284,7 +266,7 @@ fn ctrl_c_at_the_prompt_exits_130() {
     let mock = Mock::start(vec![]);
     let repl = Repl::start(&ws, &mock);
     wait_for_sigint_handler(repl.child.id());
-    sigint(&repl.child);
+    sigint(repl.child.id());
     let start = Instant::now();
     let run = repl.finish();
     assert!(start.elapsed() < Duration::from_secs(5));
@@ -327,7 +309,7 @@ fn calls_after_an_interrupted_one_are_answered_as_not_run() {
     let mut repl = Repl::start(&ws, &mock);
     repl.say("two things");
     wait_for(|| exists(&marker));
-    sigint(&repl.child);
+    sigint(repl.child.id());
     repl.say("what happened?");
     wait_for(|| mock.chats().len() == 2);
     repl.finish().expect(0);

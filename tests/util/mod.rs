@@ -533,6 +533,40 @@ pub fn with_watchdog<T>(pid: u32, wait: impl FnOnce() -> T) -> T {
     result
 }
 
+/// Waits until `what` holds, failing the test after 20 s.
+pub fn wait_for(what: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !what() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends Ctrl-C's signal to process `pid`.
+pub fn sigint(pid: u32) {
+    Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+}
+
+/// Starts `command`, waits until `ready` holds, sends SIGINT, and returns the finished run
+/// with the time it took after the signal.
+pub fn interrupt(mut command: Command, ready: impl Fn() -> bool) -> (Run, Duration) {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    wait_for(ready);
+    let sent = Instant::now();
+    sigint(child.id());
+    let run = Run::from(with_watchdog(child.id(), || {
+        child.wait_with_output().unwrap()
+    }));
+    (run, sent.elapsed())
+}
+
 /// Waits until process `pid` handles SIGINT itself (its handler is installed), so a SIGINT
 /// sent now is turn's to handle and not the default death.
 pub fn wait_for_sigint_handler(pid: u32) {
