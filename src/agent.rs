@@ -113,12 +113,7 @@ impl Agent<'_> {
                     arguments,
                 });
                 let output = if signal::interrupted() {
-                    let text = "Error: not run: the user interrupted the turn".to_string();
-                    tools::Output {
-                        ok: false,
-                        text,
-                        elided: 0,
-                    }
+                    tools::Output::error("not run: the user interrupted the turn")
                 } else {
                     tools::run(name, arguments, &self.tools, &mut self.approver)
                 };

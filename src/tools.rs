@@ -53,6 +53,15 @@ impl Output {
             elided: 0,
         }
     }
+
+    /// A failure for the model to read: `Error: ` and what went wrong.
+    pub fn error(message: &str) -> Output {
+        Output {
+            ok: false,
+            text: format!("Error: {message}"),
+            elided: 0,
+        }
+    }
 }
 
 /// Lines `read_file` returns when the model gives no `limit`.
@@ -186,11 +195,7 @@ pub fn run(name: &str, arguments: &str, ctx: &Context, approver: &mut Approver) 
     };
     match result {
         Ok(output) => output,
-        Err(message) => Output {
-            ok: false,
-            text: format!("Error: {message}"),
-            elided: 0,
-        },
+        Err(message) => Output::error(&message),
     }
 }
 
