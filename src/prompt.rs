@@ -1,6 +1,6 @@
 //! The system prompt: the built-in one, or the user's `--system` file instead.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The built-in system prompt for a run in `workspace`.
 pub fn builtin(workspace: &Path) -> String {
@@ -25,20 +25,22 @@ const MAX_AGENTS_MD: usize = 32 * 1024;
 /// `system` with the AGENTS.md files that apply to `workspace` appended: the workspace's own
 /// and its parents' up to the git root (outermost first, so nearer files speak last).
 pub fn with_agents_md(mut system: String, workspace: &Path) -> String {
-    let mut found = Vec::new();
-    for dir in workspace.ancestors() {
-        let file = dir.join("AGENTS.md");
-        if let Ok(text) = std::fs::read_to_string(&file) {
-            found.push((file, text));
-        }
-        if dir.join(".git").exists() {
-            break;
-        }
-    }
-    // Outside any git repository only the workspace's own file counts.
-    if !workspace.ancestors().any(|dir| dir.join(".git").exists()) {
-        found.retain(|(file, _)| file.parent() == Some(workspace));
-    }
+    // Up to the git root; outside any git repository, only the workspace itself.
+    let dirs: Vec<&Path> = match workspace.ancestors().find(|dir| dir.join(".git").exists()) {
+        Some(root) => workspace
+            .ancestors()
+            .take_while(|dir| *dir != root)
+            .chain([root])
+            .collect(),
+        None => vec![workspace],
+    };
+    let found: Vec<(PathBuf, String)> = dirs
+        .into_iter()
+        .filter_map(|dir| {
+            let file = dir.join("AGENTS.md");
+            std::fs::read_to_string(&file).ok().map(|text| (file, text))
+        })
+        .collect();
     let mut budget = MAX_AGENTS_MD;
     for (file, text) in found.into_iter().rev() {
         if budget == 0 {
