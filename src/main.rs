@@ -221,9 +221,10 @@ fn confinement(args: &Args, workspace: &Path) -> Result<Option<OwnedFd>> {
 fn approver(args: &Args) -> Result<Approver> {
     match args.approve {
         Some(mode) => Approver::new(mode).map_err(Error::Usage),
-        None if std::io::stdin().is_terminal() => Ok(Approver::new(Approve::Ask)
-            .unwrap_or_else(|_| Approver::new(Approve::Never).expect("never needs no tty"))),
-        None => Approver::new(Approve::Never).map_err(Error::Usage),
+        None if std::io::stdin().is_terminal() => {
+            Ok(Approver::new(Approve::Ask).unwrap_or_else(|_| Approver::never()))
+        }
+        None => Ok(Approver::never()),
     }
 }
 

@@ -551,7 +551,7 @@ mod tests {
                 name,
                 &args.to_string(),
                 &context(&self.dir, max_output),
-                &mut never(),
+                &mut Approver::never(),
             )
         }
 
@@ -568,10 +568,6 @@ mod tests {
             confine: None,
             read_only: false,
         }
-    }
-
-    fn never() -> Approver {
-        Approver::new(crate::approve::Approve::Never).unwrap()
     }
 
     impl Drop for Workspace {
@@ -598,15 +594,15 @@ mod tests {
         assert!(!out.ok);
         assert!(out.text.starts_with("Error: Unknown tool: fly"));
         let ctx = context(&ws.dir, 100);
-        let out = run("bash", "{\"command\": ", &ctx, &mut never());
+        let out = run("bash", "{\"command\": ", &ctx, &mut Approver::never());
         assert!(out.text.contains("not valid JSON"), "{}", out.text);
-        let out = run("bash", "{\"cmd\": \"ls\"}", &ctx, &mut never());
+        let out = run("bash", "{\"cmd\": \"ls\"}", &ctx, &mut Approver::never());
         assert!(out.text.contains("missing field `command`"), "{}", out.text);
         let out = run(
             "bash",
             "\"{\\\"command\\\": \\\"echo twice\\\"}\"",
             &ctx,
-            &mut never(),
+            &mut Approver::never(),
         );
         assert_eq!(out.text, "twice\n");
     }
@@ -760,7 +756,7 @@ mod tests {
             ..context(&ws.dir, 100)
         };
         let args = json!({"path": "a.txt", "content": "x"}).to_string();
-        let out = run("write_file", &args, &ctx, &mut never());
+        let out = run("write_file", &args, &ctx, &mut Approver::never());
         assert_eq!(
             out.text,
             "Error: the sandbox is read-only (--sandbox read-only): no file can be written"
