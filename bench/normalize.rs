@@ -2,7 +2,7 @@
 //! linear. Built by `cargo bench --bench normalize` (harness-free); prints one JSON line per size.
 
 #[allow(dead_code)]
-#[path = "../src/message.rs"]
+#[path = "../src/wire/message.rs"]
 mod message;
 
 use message::{normalize, Message, ToolCall};

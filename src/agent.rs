@@ -6,12 +6,12 @@
 //! sessions) differ only in the reporter they pass.
 
 use crate::approve::Approver;
-use crate::client::{Client, Request};
 use crate::error::{Error, Result};
-use crate::message::{normalize, Message, ToolCall};
 use crate::report::{Event, Reporter};
 use crate::signal;
 use crate::tools::{self, Context};
+use crate::wire::client::{Client, Request};
+use crate::wire::message::{normalize, Message, ToolCall};
 use serde_json::value::{to_raw_value, RawValue};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

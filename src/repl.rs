@@ -5,10 +5,10 @@
 
 use crate::agent::Agent;
 use crate::error::{Error, Result};
-use crate::message::Message;
 use crate::report::{Event, Reporter};
 use crate::session::{self, Recorder};
 use crate::signal;
+use crate::wire::message::Message;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
 

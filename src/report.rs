@@ -4,8 +4,8 @@
 //! one JSON object per line on stdout, and nothing else there.
 
 use crate::error::Error;
-use crate::message::{Message, Role};
-use crate::stream::Usage;
+use crate::wire::message::{Message, Role};
+use crate::wire::stream::Usage;
 use serde_json::{json, Value};
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;

@@ -6,8 +6,8 @@
 //! newest file there. The system prompt is not stored: a resumed run uses the current one.
 
 use crate::error::{Error, Result};
-use crate::message::{Message, Role};
 use crate::report::{Event, Reporter};
+use crate::wire::message::{Message, Role};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

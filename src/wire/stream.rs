@@ -5,7 +5,7 @@
 //! send (llama.cpp, Ollama, vLLM, LM Studio): arguments as objects, calls without index or id,
 //! numeric ids, usage chunks with no choices, `finish_reason: stop` alongside calls.
 
-use crate::message::ToolCall;
+use crate::wire::message::ToolCall;
 use serde::Deserialize;
 use serde_json::Value;
 

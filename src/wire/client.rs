@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::signal::{self, Cut, Guarded};
-use crate::stream::{self, Assembler, Fault, Piece, Reply, Sse};
+use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;

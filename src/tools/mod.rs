@@ -4,10 +4,8 @@
 //! reads them and recovers.
 
 use crate::approve::{Action, Approver};
-use crate::exec::{self, End};
-use crate::replace;
+use crate::sandbox::exec::{self, End};
 use crate::sandbox::{self, Node};
-use crate::truncate;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fs::{self, File};
@@ -15,6 +13,9 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+pub mod replace;
+pub mod truncate;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Tool {

@@ -3,9 +3,9 @@
 //! drain pipes. The wait blocks in `waitpid` until the command ends, the deadline passes or
 //! Ctrl-C comes, then kills the group.
 
-use crate::landlock;
+use crate::sandbox::landlock;
 use crate::signal::{self, Cut};
-use crate::truncate;
+use crate::tools::truncate;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
