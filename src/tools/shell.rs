@@ -1,0 +1,62 @@
+//! The `bash` tool: screens the command, asks for approval where --approve says so, runs it
+//! through `sandbox::exec`, and turns how it ended into the text the model reads.
+
+use super::{Context, Output};
+use crate::approve::{Action, Approver};
+use crate::sandbox;
+use crate::sandbox::exec::{self, End};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+pub(super) struct BashArgs {
+    command: String,
+}
+
+pub(super) fn bash(
+    args: BashArgs,
+    ctx: &Context,
+    approver: &mut Approver,
+) -> Result<Output, String> {
+    let danger = sandbox::check_command(&args.command).err();
+    approver.check(Action::Command {
+        command: &args.command,
+        danger: danger.as_deref(),
+    })?;
+    let confine = ctx.confine.as_ref();
+    let outcome = exec::run(
+        &args.command,
+        ctx.workspace,
+        ctx.timeout,
+        ctx.max_output,
+        confine,
+    )
+    .map_err(|e| format!("could not run the command: {e}"))?;
+    let mut text = outcome.output;
+    let note = match outcome.end {
+        End::Exited(0) => None,
+        End::Exited(code) => Some(format!("[exit code {code}]")),
+        End::Signaled(sig) => Some(format!("[killed by signal {sig}]")),
+        End::TimedOut => Some(format!(
+            "[timed out after {}s; the command and its process group were killed]",
+            ctx.timeout.as_secs()
+        )),
+        End::TooMuchOutput => {
+            Some("[stopped: the command wrote more than 256 MiB of output]".into())
+        }
+        End::Interrupted => Some("[interrupted by the user; the command was killed]".into()),
+    };
+    let ok = note.is_none();
+    if let Some(note) = note {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&note);
+    } else if text.is_empty() {
+        text.push_str("(no output)");
+    }
+    Ok(Output {
+        ok,
+        text,
+        elided: outcome.elided,
+    })
+}
