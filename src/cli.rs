@@ -49,6 +49,11 @@ Options:
                            ask: confirm each command and file write (default on a terminal)
                            dangerous: confirm only commands the keyword screen flags
       --json               print JSONL events on stdout instead of text (see README)
+  -o, --output-last-message FILE  when the run succeeds, write the model's final answer to
+                           FILE (atomically; a failed run leaves FILE as it was)
+      --output-schema FILE the final answer must be JSON matching the JSON Schema in FILE:
+                           asked for with response_format, checked here, re-asked once;
+                           stdout then holds only that JSON, on one line
       --session FILE       resume the history in FILE if it exists, and record to it
   -c, --continue           resume the newest session of this workspace
       --no-session         record nothing
@@ -57,7 +62,7 @@ Options:
   -h, --help               print this help
 
 Exit codes: 0 done, 1 runtime or server error, 2 usage error, 3 --max-steps reached,
-130 interrupted (Ctrl-C).
+5 the answer does not match --output-schema, 130 interrupted (Ctrl-C).
 
 Examples:
   turn -m gpt-4o-mini 'add a --verbose flag to main.rs'
@@ -116,6 +121,10 @@ pub struct Args {
     pub require_landlock: bool,
     /// `None`: ask on a terminal, never otherwise.
     pub approve: Option<Approve>,
+    /// -o: where the final answer goes.
+    pub output_last_message: Option<PathBuf>,
+    /// --output-schema: the JSON Schema file the final answer must match.
+    pub output_schema: Option<PathBuf>,
 }
 
 /// Parses the arguments after the program name; `env` looks up environment variables.
@@ -134,6 +143,7 @@ pub fn parse(
     let mut sandbox = None;
     let (mut writable, mut no_network, mut require_landlock, mut approve) =
         (Vec::new(), false, false, None);
+    let (mut output_last_message, mut output_schema) = (None, None);
     let mut set_session = |new: Session, flag: &str| match session {
         Session::Fresh => {
             session = new;
@@ -174,6 +184,10 @@ pub fn parse(
             }
             Short('q') | Long("quiet") => quiet = true,
             Long("json") => json = true,
+            Short('o') | Long("output-last-message") => {
+                output_last_message = Some(parser.value()?.into())
+            }
+            Long("output-schema") => output_schema = Some(parser.value()?.into()),
             Long("session") => set_session(Session::File(parser.value()?.into()), "--session")?,
             Short('c') | Long("continue") => set_session(Session::Latest, "--continue")?,
             Long("no-session") => set_session(Session::Off, "--no-session")?,
@@ -232,6 +246,11 @@ pub fn parse(
             "--json is for one-shot runs, not --interactive".into(),
         ));
     }
+    if interactive && (output_last_message.is_some() || output_schema.is_some()) {
+        return Err(Error::Usage(
+            "-o and --output-schema are for one-shot runs, not --interactive".into(),
+        ));
+    }
     let base_url = base_url.trim_end_matches('/').to_string();
     if base_url.starts_with("https://") && !cfg!(feature = "tls") {
         return Err(Error::Usage(format!(
@@ -267,6 +286,8 @@ pub fn parse(
         no_network,
         require_landlock,
         approve,
+        output_last_message,
+        output_schema,
     })))
 }
 
@@ -406,6 +427,17 @@ mod tests {
         assert!(usage(&["--base-url", "localhost:8080", "x"]).contains("http://"));
         assert!(usage(&["--bogus"]).contains("--bogus"));
         assert!(usage(&["--model"]).contains("--model"));
+    }
+
+    #[test]
+    fn output_flags() {
+        let a = args(&["-o", "last.txt", "--output-schema", "s.json", "go"]);
+        assert_eq!(a.output_last_message, Some(PathBuf::from("last.txt")));
+        assert_eq!(a.output_schema, Some(PathBuf::from("s.json")));
+        let a = args(&["--output-last-message=x", "go"]);
+        assert_eq!(a.output_last_message, Some(PathBuf::from("x")));
+        assert!(usage(&["-i", "-o", "x"]).contains("one-shot"));
+        assert!(usage(&["-i", "--output-schema", "x"]).contains("one-shot"));
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub enum Error {
     Timeout(u64),
     /// The model kept calling tools past --max-steps: exit 3.
     MaxSteps(u32),
+    /// The final answer did not match --output-schema, also after one re-ask: exit 5.
+    Schema(String),
     /// SIGINT: exit 130.
     Interrupted,
 }
@@ -43,6 +45,7 @@ impl Error {
             Error::Usage(_) | Error::File { .. } | Error::Session { .. } => 2,
             Error::Connect { .. } | Error::Api { .. } | Error::Protocol(_) | Error::Timeout(_) => 1,
             Error::MaxSteps(_) => 3,
+            Error::Schema(_) => 5,
             Error::Interrupted => 130,
         }
     }
@@ -65,6 +68,9 @@ impl Error {
             ),
             Error::Timeout(_) => Some("a slow local model may need a larger --request-timeout"),
             Error::MaxSteps(_) => Some("raise --max-steps, or ask for a smaller step"),
+            Error::Schema(_) => Some(
+                "a simpler schema, or a prompt that says what each field should hold, helps small models",
+            ),
             Error::Session { .. } => {
                 Some("fix or remove that line; turn never rewrites a session file")
             }
@@ -98,6 +104,12 @@ impl fmt::Display for Error {
                 f,
                 "stopped after {n} steps (--max-steps); the task may be unfinished"
             ),
+            Error::Schema(detail) => {
+                write!(
+                    f,
+                    "the answer does not match the --output-schema schema: {detail}"
+                )
+            }
             Error::Interrupted => f.write_str("interrupted"),
         }
     }

@@ -11,12 +11,13 @@ mod prompt;
 mod repl;
 mod report;
 mod sandbox;
+mod schema;
 mod session;
 mod signal;
 mod tools;
 mod wire;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, OutputSchema};
 use crate::approve::{Approve, Approver};
 use crate::cli::{Args, Command, Prompt, Session};
 use crate::error::{Error, Result};
@@ -49,7 +50,9 @@ fn main() -> ExitCode {
         }
     };
     signal::install();
-    let (mut console, mut json) = (Console::new(args.quiet), Json::default());
+    // Under --output-schema stdout holds only the answer, so the model's text goes to stderr.
+    let mut console = Console::new(args.quiet, args.output_schema.is_some());
+    let mut json = Json::default();
     let front: &mut dyn Reporter = if args.json { &mut json } else { &mut console };
     let result = run(&args, front);
     if let Err(error) = &result {
@@ -64,6 +67,11 @@ fn main() -> ExitCode {
 
 fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     let workspace = workspace(&args.workspace)?;
+    let output_schema = args
+        .output_schema
+        .as_deref()
+        .map(output_schema)
+        .transpose()?;
     let system = match &args.system {
         Some(path) => read_file(path, "cannot read the --system file")?,
         None => prompt::builtin(&workspace),
@@ -143,10 +151,81 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
             err,
         })?;
     }
-    match prompt {
-        Some(prompt) => agent.turn(&mut history, &prompt, &mut recorder).map(|_| ()),
-        None => repl::run(&mut agent, &mut history, &mut recorder, &workspace),
+    let Some(prompt) = prompt else {
+        return repl::run(&mut agent, &mut history, &mut recorder, &workspace);
+    };
+    let text = agent.turn(&mut history, &prompt, &mut recorder)?;
+    let answer = match &output_schema {
+        Some(schema) => {
+            let value = agent.answer_as(schema, &mut history, &mut recorder)?;
+            recorder.report(Event::Answer(&value));
+            format!("{value}\n")
+        }
+        None => text,
+    };
+    if let Some(path) = &args.output_last_message {
+        write_atomic(path, answer.as_bytes()).map_err(|err| Error::File {
+            path: path.clone(),
+            what: "cannot write the last message (-o) to",
+            err,
+        })?;
     }
+    Ok(())
+}
+
+/// --output-schema's file, read and checked: a schema this turn cannot use is a usage error,
+/// found before the server is asked anything.
+fn output_schema(path: &Path) -> Result<OutputSchema> {
+    let text = read_file(path, "cannot read the --output-schema file")?;
+    let bad =
+        |detail: String| Error::Usage(format!("--output-schema {}: {detail}", path.display()));
+    let schema: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))?;
+    schema::check_schema(&schema).map_err(bad)?;
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = schema::name(&schema, &stem);
+    Ok(OutputSchema { schema, name })
+}
+
+/// Writes `bytes` to `path` whole or not at all: a new file beside it (same directory, so the
+/// rename is atomic), flushed to disk, then renamed over `path`.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let mut attempt = 0u32;
+    let (temp, mut file) = loop {
+        let mut temp_name = std::ffi::OsString::from(".");
+        temp_name.push(name);
+        temp_name.push(format!(".turn-{}-{attempt}", std::process::id()));
+        let temp = dir.join(temp_name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&temp)
+        {
+            Ok(file) => break (temp, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                attempt += 1
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let written = file
+        .write_all(bytes)
+        .and_then(|_| file.sync_all())
+        .and_then(|_| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 /// The Landlock ruleset for bash commands, or `None` (with a warning) where there is none.

@@ -40,6 +40,8 @@ pub enum Event<'a> {
         output: &'a str,
         elided: usize,
     },
+    /// The final answer under --output-schema, checked against the schema.
+    Answer(&'a Value),
     /// Something the user should know that is not an error: a retry, a cut-off reply.
     Notice(&'a str),
     /// An error ended the turn (and, outside the REPL, the run).
@@ -61,15 +63,18 @@ pub struct Console {
     open_line: bool,
     /// Reasoning was written to stderr and its line is not ended.
     open_reasoning: bool,
+    /// --output-schema: stdout is for the answer alone, the model's text goes to stderr.
+    text_to_stderr: bool,
 }
 
 impl Console {
-    pub fn new(quiet: bool) -> Console {
+    pub fn new(quiet: bool, text_to_stderr: bool) -> Console {
         Console {
             quiet,
             dim: io::stderr().is_terminal(),
             open_line: false,
             open_reasoning: false,
+            text_to_stderr,
         }
     }
 
@@ -84,7 +89,16 @@ impl Console {
     fn end_lines(&mut self) {
         self.end_reasoning();
         if std::mem::take(&mut self.open_line) {
-            write_stdout("\n");
+            self.write_text("\n");
+        }
+    }
+
+    /// The model's text: to stdout, or to stderr when stdout is kept for the answer.
+    fn write_text(&self, text: &str) {
+        if self.text_to_stderr {
+            eprint!("{text}");
+        } else {
+            write_stdout(text);
         }
     }
 }
@@ -92,10 +106,14 @@ impl Console {
 impl Reporter for Console {
     fn report(&mut self, event: Event<'_>) {
         match event {
-            Event::Content(text) => {
+            Event::Content(text) if !(self.quiet && self.text_to_stderr) => {
                 self.end_reasoning();
-                write_stdout(text);
+                self.write_text(text);
                 self.open_line = !text.ends_with('\n');
+            }
+            Event::Answer(value) => {
+                self.end_lines();
+                write_stdout(&format!("{value}\n"));
             }
             Event::Reasoning(text) if !self.quiet => {
                 if !self.open_reasoning && self.dim {
@@ -155,6 +173,8 @@ pub struct Json {
     usage: Usage,
     /// The text of the latest assistant message: the final answer once the run is done.
     text: String,
+    /// The answer under --output-schema, as a value.
+    output: Option<Value>,
 }
 
 impl Reporter for Json {
@@ -197,6 +217,10 @@ impl Reporter for Json {
             } => {
                 json!({"type": "tool_result", "id": id, "name": name, "ok": ok, "output": output, "elided": elided})
             }
+            Event::Answer(value) => {
+                self.output = Some(value.clone());
+                return;
+            }
             Event::Failed(error) => {
                 print_error(error);
                 json!({"type": "error", "message": error.to_string(), "hint": error.hint()})
@@ -206,15 +230,20 @@ impl Reporter for Json {
                     None => "ok",
                     Some(Error::MaxSteps(_)) => "max_steps",
                     Some(Error::Interrupted) => "interrupted",
+                    Some(Error::Schema(_)) => "schema",
                     Some(_) => "error",
                 };
-                json!({
+                let mut done = json!({
                     "type": "done",
                     "status": status,
                     "steps": self.steps,
                     "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
                     "text": self.text,
-                })
+                });
+                if let Some(output) = self.output.take() {
+                    done["output"] = output;
+                }
+                done
             }
             Event::Notice(text) => {
                 eprintln!("turn: {text}");

@@ -58,10 +58,14 @@ fn check_schema(event: &Value) {
             );
         }
         "done" => {
-            keys(&["type", "status", "steps", "usage", "text"]);
+            if event.get("output").is_some() {
+                keys(&["type", "status", "steps", "usage", "text", "output"]);
+            } else {
+                keys(&["type", "status", "steps", "usage", "text"]);
+            }
             let status = event["status"].as_str().unwrap();
             assert!(
-                ["ok", "max_steps", "error", "interrupted"].contains(&status),
+                ["ok", "max_steps", "error", "interrupted", "schema"].contains(&status),
                 "{status}"
             );
             assert!(event["steps"].is_u64() && event["text"].is_string());

@@ -40,21 +40,27 @@ pub struct Client {
 pub struct Request<'a> {
     pub model: &'a str,
     pub messages: &'a [Box<RawValue>],
-    pub tools: &'a RawValue,
+    /// `None`: a request without tools (the final answer under --output-schema).
+    pub tools: Option<&'a RawValue>,
     pub temperature: Option<f64>,
     pub stream: bool,
+    /// OpenAI's `response_format`, e.g. a `json_schema` for --output-schema.
+    pub response_format: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
 struct Payload<'a> {
     model: &'a str,
     messages: &'a [Box<RawValue>],
-    tools: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<&'a Value>,
 }
 
 impl Client {
@@ -95,6 +101,7 @@ impl Client {
             stream_options: request
                 .stream
                 .then(|| serde_json::json!({"include_usage": true})),
+            response_format: request.response_format,
         };
         let body = serde_json::to_vec(&body)
             .map_err(|e| Error::Protocol(format!("cannot encode the request: {e}")))?;

@@ -194,7 +194,13 @@ fn check(body: &Value) -> Result<(), String> {
     if body["model"].as_str().unwrap_or_default().is_empty() {
         return Err("model is required".into());
     }
-    for tool in body["tools"].as_array().ok_or("tools must be an array")? {
+    // A request may leave `tools` out; when present it must be a list of function specs.
+    let no_tools = Vec::new();
+    let tools = match body.get("tools") {
+        None => &no_tools,
+        Some(tools) => tools.as_array().ok_or("tools must be an array")?,
+    };
+    for tool in tools {
         if tool["type"] != "function" || tool["function"]["name"].as_str().is_none() {
             return Err(format!("invalid tool spec: {tool}"));
         }
