@@ -27,6 +27,8 @@ Options:
                            exactly one model, that one
       --base-url URL       server address [env OPENAI_BASE_URL, default https://api.openai.com/v1]
                            the API key comes from OPENAI_API_KEY (unset: no Authorization header)
+      --ca-cert FILE       also trust the CA certificates in FILE (PEM; repeatable), beside
+                           the system's bundle or SSL_CERT_FILE / SSL_CERT_DIR
   -C, --cd DIR             workspace the tools are confined to [default: current directory]
       --max-steps N        stop after N model requests in one turn [default: 50]
       --timeout SECS       kill a bash command (and its process group) after SECS [default: 120]
@@ -125,6 +127,8 @@ pub struct Args {
     pub output_last_message: Option<PathBuf>,
     /// --output-schema: the JSON Schema file the final answer must match.
     pub output_schema: Option<PathBuf>,
+    /// --ca-cert: PEM files of CAs to trust beside the system's.
+    pub ca_certs: Vec<PathBuf>,
 }
 
 /// Parses the arguments after the program name; `env` looks up environment variables.
@@ -144,6 +148,7 @@ pub fn parse(
     let (mut writable, mut no_network, mut require_landlock, mut approve) =
         (Vec::new(), false, false, None);
     let (mut output_last_message, mut output_schema) = (None, None);
+    let mut ca_certs = Vec::new();
     let mut set_session = |new: Session, flag: &str| match session {
         Session::Fresh => {
             session = new;
@@ -188,6 +193,7 @@ pub fn parse(
                 output_last_message = Some(parser.value()?.into())
             }
             Long("output-schema") => output_schema = Some(parser.value()?.into()),
+            Long("ca-cert") => ca_certs.push(parser.value()?.into()),
             Long("session") => set_session(Session::File(parser.value()?.into()), "--session")?,
             Short('c') | Long("continue") => set_session(Session::Latest, "--continue")?,
             Long("no-session") => set_session(Session::Off, "--no-session")?,
@@ -288,6 +294,7 @@ pub fn parse(
         approve,
         output_last_message,
         output_schema,
+        ca_certs,
     })))
 }
 
@@ -434,6 +441,8 @@ mod tests {
         let a = args(&["-o", "last.txt", "--output-schema", "s.json", "go"]);
         assert_eq!(a.output_last_message, Some(PathBuf::from("last.txt")));
         assert_eq!(a.output_schema, Some(PathBuf::from("s.json")));
+        let a = args(&["--ca-cert", "a.pem", "--ca-cert=b.pem", "go"]);
+        assert_eq!(a.ca_certs, [PathBuf::from("a.pem"), PathBuf::from("b.pem")]);
         let a = args(&["--output-last-message=x", "go"]);
         assert_eq!(a.output_last_message, Some(PathBuf::from("x")));
         assert!(usage(&["-i", "-o", "x"]).contains("one-shot"));

@@ -19,7 +19,24 @@ pub enum Error {
     /// A session file has a line that is not a message: exit 2.
     Session { path: PathBuf, detail: String },
     /// The server could not be reached, or the connection broke: exit 1.
-    Connect { url: String, detail: String },
+    Connect {
+        url: String,
+        detail: String,
+        reach: Reach,
+    },
+    /// The server's certificate was not accepted, or the TLS handshake failed: exit 1.
+    Tls {
+        host: String,
+        detail: String,
+        /// The certificate chains to no CA turn trusts (as opposed to a wrong name or date).
+        unknown_ca: bool,
+    },
+    /// The proxy from `var` could not be used: exit 1.
+    Proxy {
+        var: &'static str,
+        proxy: String,
+        detail: String,
+    },
     /// The server answered with an error (in the status, or inside a 200 reply): exit 1.
     Api {
         status: Option<u16>,
@@ -37,13 +54,31 @@ pub enum Error {
     Interrupted,
 }
 
+/// How a connection failed, for the hint.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Reach {
+    /// Nothing listens at that address.
+    Refused,
+    /// The host name does not resolve.
+    NotFound,
+    /// No answer in time.
+    TimedOut,
+    /// The connection broke, or failed otherwise.
+    Broken,
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) | Error::File { .. } | Error::Session { .. } => 2,
-            Error::Connect { .. } | Error::Api { .. } | Error::Protocol(_) | Error::Timeout(_) => 1,
+            Error::Connect { .. }
+            | Error::Tls { .. }
+            | Error::Proxy { .. }
+            | Error::Api { .. }
+            | Error::Protocol(_)
+            | Error::Timeout(_) => 1,
             Error::MaxSteps(_) => 3,
             Error::Schema(_) => 5,
             Error::Interrupted => 130,
@@ -54,9 +89,31 @@ impl Error {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             Error::Usage(_) => Some("see 'turn --help'"),
-            Error::Connect { .. } => {
-                Some("is the server running? set the address with --base-url or OPENAI_BASE_URL")
-            }
+            Error::Connect { reach, .. } => Some(match reach {
+                Reach::Refused => {
+                    "nothing answers there: is the server running? set the address with --base-url or OPENAI_BASE_URL"
+                }
+                Reach::NotFound => {
+                    "the host name does not resolve: check --base-url or OPENAI_BASE_URL (and the DNS)"
+                }
+                Reach::TimedOut => {
+                    "no answer in time: check the address, the port and any firewall in between"
+                }
+                Reach::Broken => {
+                    "the connection broke: is the server running and speaking HTTP(S) at that address?"
+                }
+            }),
+            Error::Tls {
+                unknown_ca: true, ..
+            } => Some(
+                "for a server with a private CA, give its certificate with --ca-cert FILE or SSL_CERT_FILE (PEM)",
+            ),
+            Error::Tls { .. } => Some(
+                "use the host name the certificate was issued for in --base-url, and check the server's certificate",
+            ),
+            Error::Proxy { .. } => Some(
+                "check the proxy, or leave it out for this host with NO_PROXY (e.g. NO_PROXY=localhost,127.0.0.1)",
+            ),
             Error::Api {
                 status: Some(401 | 403),
                 ..
@@ -87,7 +144,13 @@ impl fmt::Display for Error {
             Error::Session { path, detail } => {
                 write!(f, "cannot resume {}: {detail}", path.display())
             }
-            Error::Connect { url, detail } => write!(f, "cannot reach {url}: {detail}"),
+            Error::Connect { url, detail, .. } => write!(f, "cannot reach {url}: {detail}"),
+            Error::Tls { host, detail, .. } => {
+                write!(f, "cannot connect securely to {host}: {detail}")
+            }
+            Error::Proxy { var, proxy, detail } => {
+                write!(f, "the proxy {proxy} (from {var}) failed: {detail}")
+            }
             Error::Api {
                 status: Some(status),
                 message,

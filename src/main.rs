@@ -126,7 +126,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         read_only: args.sandbox == Mode::ReadOnly,
     };
 
-    let client = Client::new(&args.base_url, args.api_key.clone(), args.request_timeout);
+    let client = client(args)?;
     let model = model(args, &client, front)?;
     front.report(Event::Start {
         model: &model,
@@ -226,6 +226,39 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     written
+}
+
+/// The client, with the proxy and the CAs the environment and --ca-cert give; warns once when
+/// an API key would cross a network in the clear.
+fn client(args: &Args) -> Result<Client> {
+    use crate::wire::network;
+    let env = |name: &str| std::env::var(name).ok();
+    let proxy = network::proxy_for(&args.base_url, &env);
+    if let Some(host) = network::key_in_clear(&args.base_url).filter(|_| args.api_key.is_some()) {
+        eprintln!(
+            "turn: warning: OPENAI_API_KEY is sent in the clear over http:// to {host}; use https:// \
+             unless this network is yours"
+        );
+    }
+    #[cfg(feature = "tls")]
+    let trust = if args.base_url.starts_with("https://") {
+        let sources = network::trust_files(&env, &args.ca_certs, |p| p.is_file());
+        network::load_trust(&sources)?
+    } else {
+        // Not needed for http://, but a --ca-cert that cannot be used is still an error.
+        let sources = network::trust_files(&|_| None, &args.ca_certs, |_| false);
+        network::load_trust(&sources)?;
+        None
+    };
+    #[cfg(not(feature = "tls"))]
+    let trust = ();
+    Client::new(
+        &args.base_url,
+        args.api_key.clone(),
+        args.request_timeout,
+        proxy,
+        trust,
+    )
 }
 
 /// The Landlock ruleset for bash commands, or `None` (with a warning) where there is none.

@@ -6,9 +6,10 @@
 //! which would make Ctrl-C wait. Instead every blocking read runs under `signal::with_deadline`,
 //! an idle timeout that Ctrl-C can cut short.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Reach, Result};
 use crate::report::{Event, Reporter};
 use crate::signal::{self, Cut, Guarded};
+use crate::wire::network;
 use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -29,11 +30,19 @@ const MAX_BODY: u64 = 64 * 1024 * 1024;
 
 pub struct Client {
     agent: ureq::Agent,
+    /// The proxy requests go through, if any: named when it fails.
+    proxy: Option<network::Proxy>,
     base_url: String,
     api_key: Option<String>,
     /// Seconds the server may stay silent: before the reply starts, and between chunks.
     idle: Duration,
 }
+
+/// The CAs a TLS connection trusts: `None` for the compiled-in roots.
+#[cfg(feature = "tls")]
+pub type Trust = Option<Vec<ureq::tls::Certificate<'static>>>;
+#[cfg(not(feature = "tls"))]
+pub type Trust = ();
 
 /// What one model request asks for. Messages and tools come serialized already: the agent
 /// serializes each message once, not once per request.
@@ -64,8 +73,26 @@ struct Payload<'a> {
 }
 
 impl Client {
-    pub fn new(base_url: &str, api_key: Option<String>, idle_secs: u64) -> Client {
+    /// `trust`: the CAs to trust, or `None` for the compiled-in roots (see `wire::network`).
+    pub fn new(
+        base_url: &str,
+        api_key: Option<String>,
+        idle_secs: u64,
+        proxy: Option<network::Proxy>,
+        trust: Trust,
+    ) -> Result<Client> {
+        let ureq_proxy = match &proxy {
+            None => None,
+            Some(p) => Some(ureq::Proxy::new(&p.url).map_err(|e| {
+                Error::Usage(format!(
+                    "{} is not a proxy address turn can use ({e}): '{}'",
+                    p.var,
+                    network::redact(&p.url)
+                ))
+            })?),
+        };
         let config = ureq::Agent::config_builder()
+            .proxy(ureq_proxy)
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(15)))
             .timeout_send_request(Some(Duration::from_secs(60)))
@@ -75,14 +102,25 @@ impl Client {
             // CPU than the rest of a step. Bodies stream through in pieces either way.
             .input_buffer_size(16 * 1024)
             .output_buffer_size(16 * 1024)
-            .max_response_header_size(16 * 1024)
-            .build();
-        Client {
-            agent: config.into(),
+            .max_response_header_size(16 * 1024);
+        #[cfg(feature = "tls")]
+        let config = match trust {
+            Some(certs) => config.tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .root_certs(ureq::tls::RootCerts::new_with_certs(&certs))
+                    .build(),
+            ),
+            None => config,
+        };
+        #[cfg(not(feature = "tls"))]
+        let () = trust;
+        Ok(Client {
+            agent: config.build().into(),
+            proxy,
             base_url: base_url.to_string(),
             api_key,
             idle: Duration::from_secs(idle_secs),
-        }
+        })
     }
 
     /// Asks the model for its next message; streamed text is reported as it arrives.
@@ -204,7 +242,7 @@ impl Client {
             Ok(response) => response,
             Err(Cut::Interrupted) => return Try::Fail(Error::Interrupted),
             Err(Cut::Timeout) => return Try::Fail(Error::Timeout(self.idle.as_secs())),
-            Err(Cut::Failed(error)) => return transport_error(url, error),
+            Err(Cut::Failed(error)) => return transport_error(url, error, self.proxy.as_ref()),
         };
         let status = response.status().as_u16();
         if response.status().is_success() {
@@ -236,8 +274,8 @@ enum Try {
 }
 
 /// A request that got no response: a refused or dropped connection may pass, a name that does
-/// not resolve or a TLS failure will not.
-fn transport_error(url: &str, error: ureq::Error) -> Try {
+/// not resolve, a TLS failure or a failing proxy will not.
+fn transport_error(url: &str, error: ureq::Error, proxy: Option<&network::Proxy>) -> Try {
     use ureq::Error as E;
     let passing = match &error {
         E::Io(io) => matches!(
@@ -252,21 +290,9 @@ fn transport_error(url: &str, error: ureq::Error) -> Try {
         E::ConnectionFailed | E::Timeout(_) => true,
         _ => false,
     };
-    let detail = match error {
-        E::Io(io) => io.to_string(),
-        E::HostNotFound => "host not found".to_string(),
-        E::ConnectionFailed => "connection failed".to_string(),
-        E::Timeout(what) => format!("timed out ({what})"),
-        other => other.to_string(),
-    };
-    let error = Error::Connect {
-        url: url.to_string(),
-        detail,
-    };
-    if passing {
-        Try::Again(error, None)
-    } else {
-        Try::Fail(error)
+    match network::explain(&error, url, proxy) {
+        error @ Error::Connect { .. } if passing => Try::Again(error, None),
+        error => Try::Fail(error),
     }
 }
 
@@ -347,6 +373,7 @@ fn read_error(reader: &Guarded<impl Read>, e: std::io::Error) -> Error {
         Error::Connect {
             url: "the server".into(),
             detail: format!("the reply broke off: {e}"),
+            reach: Reach::Broken,
         }
     }
 }
