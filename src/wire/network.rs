@@ -56,6 +56,10 @@ pub fn bypassed(list: &str, host: &str) -> bool {
             }
             let entry = entry.trim_start_matches("*.");
             // Drop a port, but not the colons of a bare IPv6 address.
+            let entry = match entry.strip_prefix('[') {
+                Some(rest) => rest.split(']').next().unwrap_or_default(),
+                None => entry,
+            };
             let entry = match entry.rsplit_once(':') {
                 Some((name, port))
                     if !name.contains(':') && port.chars().all(|c| c.is_ascii_digit()) =>
