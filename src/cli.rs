@@ -50,6 +50,11 @@ Options:
       --approve MODE       never: run what the sandbox allows (default without a terminal)
                            ask: confirm each command and file write (default on a terminal)
                            dangerous: confirm only commands the keyword screen flags
+      --tools FILE         offer the tools and MCP servers declared in FILE (JSON, see README;
+                           repeatable); .turn/tools.json in the workspace is read too
+      --mcp NAME=COMMAND   start the MCP server COMMAND (stdio) and offer its tools as
+                           NAME__tool (repeatable); MCP servers run outside the sandbox
+      --list-tools         print every tool the model would get, with its source, and exit
       --json               print JSONL events on stdout instead of text (see README)
   -o, --output-last-message FILE  when the run succeeds, write the model's final answer to
                            FILE (atomically; a failed run leaves FILE as it was)
@@ -129,6 +134,12 @@ pub struct Args {
     pub output_schema: Option<PathBuf>,
     /// --ca-cert: PEM files of CAs to trust beside the system's.
     pub ca_certs: Vec<PathBuf>,
+    /// --tools: files declaring tools and MCP servers.
+    pub tools_files: Vec<PathBuf>,
+    /// --mcp NAME=COMMAND.
+    pub mcp: Vec<String>,
+    /// --list-tools: print the tools the model would get, and exit.
+    pub list_tools: bool,
 }
 
 /// Parses the arguments after the program name; `env` looks up environment variables.
@@ -149,6 +160,7 @@ pub fn parse(
         (Vec::new(), false, false, None);
     let (mut output_last_message, mut output_schema) = (None, None);
     let mut ca_certs = Vec::new();
+    let (mut tools_files, mut mcp, mut list_tools) = (Vec::new(), Vec::new(), false);
     let mut set_session = |new: Session, flag: &str| match session {
         Session::Fresh => {
             session = new;
@@ -194,6 +206,9 @@ pub fn parse(
             }
             Long("output-schema") => output_schema = Some(parser.value()?.into()),
             Long("ca-cert") => ca_certs.push(parser.value()?.into()),
+            Long("tools") => tools_files.push(parser.value()?.into()),
+            Long("mcp") => mcp.push(text(parser.value()?, "--mcp")?),
+            Long("list-tools") => list_tools = true,
             Long("session") => set_session(Session::File(parser.value()?.into()), "--session")?,
             Short('c') | Long("continue") => set_session(Session::Latest, "--continue")?,
             Long("no-session") => set_session(Session::Off, "--no-session")?,
@@ -295,6 +310,9 @@ pub fn parse(
         output_last_message,
         output_schema,
         ca_certs,
+        tools_files,
+        mcp,
+        list_tools,
     })))
 }
 
@@ -441,6 +459,12 @@ mod tests {
         let a = args(&["-o", "last.txt", "--output-schema", "s.json", "go"]);
         assert_eq!(a.output_last_message, Some(PathBuf::from("last.txt")));
         assert_eq!(a.output_schema, Some(PathBuf::from("s.json")));
+        let a = args(&["--tools", "t.json", "--mcp", "fs=srv --x", "--list-tools"]);
+        assert_eq!(a.tools_files, [PathBuf::from("t.json")]);
+        assert_eq!(
+            (a.mcp, a.list_tools),
+            (vec!["fs=srv --x".to_string()], true)
+        );
         let a = args(&["--ca-cert", "a.pem", "--ca-cert=b.pem", "go"]);
         assert_eq!(a.ca_certs, [PathBuf::from("a.pem"), PathBuf::from("b.pem")]);
         let a = args(&["--output-last-message=x", "go"]);

@@ -95,6 +95,18 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
             front.report(Event::Notice(&notice));
         }
     }
+    if args.list_tools {
+        let tools = tools::Context {
+            workspace: &workspace,
+            timeout: Duration::from_secs(args.timeout),
+            max_output: args.max_output,
+            confine: None,
+            read_only: args.sandbox == Mode::ReadOnly,
+            user: user_tools(args, &workspace, front)?,
+        };
+        print!("{}", tools::listing(&tools));
+        return Ok(());
+    }
     let interactive =
         args.interactive || (args.prompt == Prompt::Missing && std::io::stdin().is_terminal());
     if interactive && args.json {
@@ -124,6 +136,8 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         max_output: args.max_output,
         confine: per_command,
         read_only: args.sandbox == Mode::ReadOnly,
+        // MCP servers start here, before turn confines itself: they run as the user set them up.
+        user: user_tools(args, &workspace, front)?,
     };
 
     let client = client(args)?;
@@ -226,6 +240,85 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     written
+}
+
+/// The user's own tools: those declared in --tools files and the workspace's
+/// .turn/tools.json, and those of the MCP servers from those files and --mcp, started now.
+/// A tools file that cannot be used is a usage error naming it.
+fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result<tools::UserTools> {
+    use crate::tools::declared;
+    let mut user = tools::UserTools::default();
+    let mut servers = Vec::new();
+    let local = workspace.join(".turn/tools.json");
+    let mut files: Vec<(PathBuf, bool)> =
+        args.tools_files.iter().map(|f| (f.clone(), true)).collect();
+    if local.is_file()
+        && !files
+            .iter()
+            .any(|(f, _)| f.canonicalize().ok().as_ref() == Some(&local))
+    {
+        files.push((local, false));
+    }
+    for (path, named) in files {
+        let file = declared::load(&path)
+            .map_err(|e| Error::Usage(format!("tools file {}: {e}", path.display())))?;
+        for tool in file.tools {
+            if user.declared.iter().any(|t| t.name == tool.name) {
+                return Err(Error::Usage(format!(
+                    "tools file {}: the tool \"{}\" is already declared in {}",
+                    path.display(),
+                    tool.name,
+                    user.declared
+                        .iter()
+                        .find(|t| t.name == tool.name)
+                        .map_or("", |t| &t.source)
+                )));
+            }
+            user.declared.push(tool);
+        }
+        if !file.servers.is_empty() && !named {
+            // The model can write in the workspace: a file it wrote must not start programs
+            // outside the sandbox on the next run.
+            let notice = format!(
+                "{}: its mcpServers are not started (MCP servers run outside the sandbox); \
+                 pass the file with --tools to use them",
+                path.display()
+            );
+            front.report(Event::Notice(&notice));
+            continue;
+        }
+        servers.extend(file.servers);
+    }
+    for flag in &args.mcp {
+        servers.push(declared::mcp_flag(flag).map_err(Error::Usage)?);
+    }
+    for (i, server) in servers.iter().enumerate() {
+        if servers[..i].iter().any(|s| s.name == server.name) {
+            return Err(Error::Usage(format!(
+                "two MCP servers are named {} ({} and {})",
+                server.name,
+                servers
+                    .iter()
+                    .find(|s| s.name == server.name)
+                    .map_or("", |s| &s.source),
+                server.source
+            )));
+        }
+    }
+    user.mcp = tools::mcp::Mcp::start(&servers, &mut |warning| {
+        front.report(Event::Notice(&warning))
+    });
+    let names: Vec<&str> = user
+        .declared
+        .iter()
+        .map(|t| t.name.as_str())
+        .chain(user.mcp.tools.iter().map(|t| t.name.as_str()))
+        .collect();
+    if !names.is_empty() && !args.list_tools {
+        let notice = format!("your tools: {}", names.join(", "));
+        front.report(Event::Notice(&notice));
+    }
+    Ok(user)
 }
 
 /// The client, with the proxy and the CAs the environment and --ca-cert give; warns once when

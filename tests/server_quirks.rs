@@ -232,7 +232,10 @@ fn connection_refused_says_where_and_hints_at_the_base_url() {
         &run.stderr,
         &format!("turn: cannot reach http://127.0.0.1:{port}/v1/chat/completions"),
     );
-    assert_has(&run.stderr, "hint: nothing answers there: is the server running?");
+    assert_has(
+        &run.stderr,
+        "hint: nothing answers there: is the server running?",
+    );
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! The tools the model can call: their JSON Schema specs and the dispatch, one exhaustive
-//! `match` over `Tool`, whose names come from `Tool::name` alone so spec and dispatch cannot
-//! drift. Failures are returned as text for the model ("Error: …"), never as `Error`: the model
-//! reads them and recovers.
+//! `match` over `Tool`. Built-in names come from `Tool::builtin_name` alone, declared and MCP
+//! tools from their lists in `UserTools`, so spec and dispatch cannot drift. Failures are
+//! returned as text for the model ("Error: …"), never as `Error`: the model reads them and
+//! recovers.
 
-use crate::approve::Approver;
+use crate::approve::{Action, Approver};
 use files::DEFAULT_LINES;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -11,7 +12,9 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
 
+pub mod declared;
 mod files;
+pub mod mcp;
 pub mod replace;
 mod shell;
 pub mod truncate;
@@ -22,6 +25,17 @@ pub enum Tool {
     ReadFile,
     WriteFile,
     EditFile,
+    /// A tool from a tools file: its index in `UserTools::declared`.
+    Declared(usize),
+    /// A tool of an MCP server: its index in `UserTools::mcp.tools`.
+    Mcp(usize),
+}
+
+/// The user's own tools: declared in tools files, and those of MCP servers.
+#[derive(Default)]
+pub struct UserTools {
+    pub declared: Vec<declared::Declared>,
+    pub mcp: mcp::Mcp,
 }
 
 /// What the tools need from the run's configuration.
@@ -34,6 +48,54 @@ pub struct Context<'a> {
     pub confine: Option<OwnedFd>,
     /// `--sandbox read-only`: the file tools write nothing.
     pub read_only: bool,
+    /// Declared and MCP tools.
+    pub user: UserTools,
+}
+
+impl Context<'_> {
+    /// The tool the model means by `name`.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        Tool::builtin(name)
+            .or_else(|| {
+                let i = self.user.declared.iter().position(|t| t.name == name)?;
+                Some(Tool::Declared(i))
+            })
+            .or_else(|| {
+                let i = self.user.mcp.tools.iter().position(|t| t.name == name)?;
+                Some(Tool::Mcp(i))
+            })
+    }
+
+    /// Every tool offered, in the order of `specs`.
+    pub fn tools(&self) -> Vec<Tool> {
+        let declared = (0..self.user.declared.len()).map(Tool::Declared);
+        let mcp = (0..self.user.mcp.tools.len()).map(Tool::Mcp);
+        Tool::ALL.into_iter().chain(declared).chain(mcp).collect()
+    }
+
+    pub fn name(&self, tool: Tool) -> &str {
+        match tool {
+            Tool::Declared(i) => &self.user.declared[i].name,
+            Tool::Mcp(i) => &self.user.mcp.tools[i].name,
+            builtin => builtin.builtin_name().unwrap_or_default(),
+        }
+    }
+
+    /// Where a tool comes from, for --list-tools.
+    pub fn source(&self, tool: Tool) -> String {
+        match tool {
+            Tool::Declared(i) => format!("declared in {}", self.user.declared[i].source),
+            Tool::Mcp(i) => {
+                let tool = &self.user.mcp.tools[i];
+                format!(
+                    "MCP server {} (as {})",
+                    self.user.mcp.server_name(tool.server),
+                    tool.remote
+                )
+            }
+            _ => "built-in".into(),
+        }
+    }
 }
 
 /// A tool's reply to the model, whether it counts as success, and how many chars of it
@@ -65,23 +127,31 @@ impl Output {
 }
 
 impl Tool {
+    /// The built-in tools.
     pub const ALL: [Tool; 4] = [Tool::Bash, Tool::ReadFile, Tool::WriteFile, Tool::EditFile];
 
-    pub fn name(self) -> &'static str {
+    /// A built-in tool's name; `None` for the user's own.
+    pub fn builtin_name(self) -> Option<&'static str> {
         match self {
-            Tool::Bash => "bash",
-            Tool::ReadFile => "read_file",
-            Tool::WriteFile => "write_file",
-            Tool::EditFile => "edit_file",
+            Tool::Bash => Some("bash"),
+            Tool::ReadFile => Some("read_file"),
+            Tool::WriteFile => Some("write_file"),
+            Tool::EditFile => Some("edit_file"),
+            Tool::Declared(_) | Tool::Mcp(_) => None,
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|tool| tool.name() == name)
+    /// The built-in tool called `name`.
+    pub fn builtin(name: &str) -> Option<Tool> {
+        Tool::ALL
+            .into_iter()
+            .find(|tool| tool.builtin_name() == Some(name))
     }
 
     fn spec(self, ctx: &Context) -> Value {
         let (description, properties, required) = match self {
+            Tool::Declared(i) => return declared::spec(&ctx.user.declared[i]),
+            Tool::Mcp(i) => return mcp::Mcp::spec(&ctx.user.mcp.tools[i]),
             Tool::Bash => (
                 format!(
                     "Run a shell command with `sh -c` in the workspace directory and return its stdout and \
@@ -133,7 +203,7 @@ impl Tool {
         json!({
             "type": "function",
             "function": {
-                "name": self.name(),
+                "name": ctx.name(self),
                 "description": description,
                 "parameters": {"type": "object", "properties": properties, "required": required}
             }
@@ -143,12 +213,12 @@ impl Tool {
 
 /// The `tools` array for a request.
 pub fn specs(ctx: &Context) -> Value {
-    Value::Array(Tool::ALL.iter().map(|tool| tool.spec(ctx)).collect())
+    Value::Array(ctx.tools().into_iter().map(|tool| tool.spec(ctx)).collect())
 }
 
 /// Runs the tool `name` with its raw JSON `arguments`, once `approver` lets it.
 pub fn run(name: &str, arguments: &str, ctx: &Context, approver: &mut Approver) -> Output {
-    let result = match Tool::from_name(name) {
+    let result = match ctx.tool(name) {
         Some(Tool::Bash) => parse(name, arguments).and_then(|a| shell::bash(a, ctx, approver)),
         Some(Tool::ReadFile) => parse(name, arguments).and_then(|a| files::read_file(a, ctx)),
         Some(Tool::WriteFile) => {
@@ -157,8 +227,13 @@ pub fn run(name: &str, arguments: &str, ctx: &Context, approver: &mut Approver) 
         Some(Tool::EditFile) => {
             parse(name, arguments).and_then(|a| files::edit_file(a, ctx, approver))
         }
+        Some(Tool::Declared(i)) => parse(name, arguments)
+            .and_then(|a| run_declared(&ctx.user.declared[i], a, ctx, approver)),
+        Some(Tool::Mcp(i)) => {
+            parse(name, arguments).and_then(|a| run_mcp(&ctx.user.mcp.tools[i], a, ctx, approver))
+        }
         None => {
-            let names: Vec<_> = Tool::ALL.iter().map(|t| t.name()).collect();
+            let names: Vec<_> = ctx.tools().into_iter().map(|t| ctx.name(t)).collect();
             Err(format!(
                 "Unknown tool: {name}. Available tools: {}",
                 names.join(", ")
@@ -171,6 +246,78 @@ pub fn run(name: &str, arguments: &str, ctx: &Context, approver: &mut Approver) 
     }
 }
 
+/// --list-tools: every tool with its source, description and parameters.
+pub fn listing(ctx: &Context) -> String {
+    let mut text = String::new();
+    for (tool, spec) in ctx
+        .tools()
+        .into_iter()
+        .zip(specs(ctx).as_array().into_iter().flatten())
+    {
+        let function = &spec["function"];
+        let description = function["description"].as_str().unwrap_or_default();
+        let first = description.lines().next().unwrap_or_default();
+        text.push_str(&format!(
+            "{}  ({})\n    {first}\n    parameters: {}\n",
+            ctx.name(tool),
+            ctx.source(tool),
+            function["parameters"]
+        ));
+    }
+    text
+}
+
+/// A declared tool: arguments checked against its schema, then its command line run as `bash`
+/// runs commands (the approval shows the tool and its arguments).
+fn run_declared(
+    tool: &declared::Declared,
+    arguments: Value,
+    ctx: &Context,
+    approver: &mut Approver,
+) -> Result<Output, String> {
+    let Value::Object(object) = &arguments else {
+        return Err(format!(
+            "the arguments for {} must be a JSON object",
+            tool.name
+        ));
+    };
+    declared::check_arguments(tool, &arguments)?;
+    let line = declared::command_line(tool, object)?;
+    let shown = format!("{} {arguments}", tool.name);
+    approver.check(Action::Command {
+        command: &shown,
+        danger: None,
+    })?;
+    shell::run_line(&line, ctx)
+}
+
+/// An MCP tool: the call goes to its server, with the bash --timeout as its deadline.
+fn run_mcp(
+    tool: &mcp::McpTool,
+    arguments: Value,
+    ctx: &Context,
+    approver: &mut Approver,
+) -> Result<Output, String> {
+    if !arguments.is_object() {
+        return Err(format!(
+            "the arguments for {} must be a JSON object",
+            tool.name
+        ));
+    }
+    let shown = format!("{} {arguments}", tool.name);
+    approver.check(Action::Command {
+        command: &shown,
+        danger: None,
+    })?;
+    let (text, is_error) = ctx.user.mcp.call(tool, arguments, ctx.timeout)?;
+    let cut = truncate::middle(&text, ctx.max_output);
+    Ok(Output {
+        ok: !is_error,
+        text: cut.text,
+        elided: cut.elided,
+    })
+}
+
 /// `arguments` as valid JSON text, for the history: strict servers reject a history whose
 /// arguments do not parse, so text that does not is replaced by `{}` (the tool result already
 /// told the model what was wrong).
@@ -181,15 +328,21 @@ pub fn sanitize_arguments(arguments: &str) -> String {
     }
 }
 
-/// A short description of a call for the activity line: the command or the path.
+/// A short description of a call for the activity line: the command, the path, or for the
+/// user's own tools the arguments.
 pub fn describe(name: &str, arguments: &str) -> String {
     let value: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-    let main = match Tool::from_name(name) {
-        Some(Tool::Bash) => value.get("command"),
-        Some(_) => value.get("path"),
+    let compact;
+    let text = match Tool::builtin(name) {
+        Some(Tool::Bash) => value.get("command").and_then(Value::as_str),
+        Some(_) => value.get("path").and_then(Value::as_str),
+        None if value.is_object() => {
+            compact = value.to_string();
+            Some(compact.as_str())
+        }
         None => None,
     };
-    let text = main.and_then(Value::as_str).unwrap_or_default();
+    let text = text.unwrap_or_default();
     let line = text.lines().next().unwrap_or_default();
     let mut short: String = line.chars().take(80).collect();
     if short.len() < text.len() {
@@ -263,6 +416,7 @@ mod tests {
             max_output,
             confine: None,
             read_only: false,
+            user: UserTools::default(),
         }
     }
 
@@ -277,8 +431,8 @@ mod tests {
         let ws = Workspace::new("names");
         let specs = specs(&context(&ws.dir, 10));
         for (tool, spec) in Tool::ALL.iter().zip(specs.as_array().unwrap()) {
-            assert_eq!(Tool::from_name(tool.name()), Some(*tool));
-            assert_eq!(spec["function"]["name"], tool.name());
+            assert_eq!(Tool::builtin(tool.builtin_name().unwrap()), Some(*tool));
+            assert_eq!(spec["function"]["name"], tool.builtin_name().unwrap());
             assert_eq!(spec["type"], "function");
         }
     }

@@ -1,5 +1,6 @@
 //! The `bash` tool: screens the command, asks for approval where --approve says so, runs it
-//! through `sandbox::exec`, and turns how it ended into the text the model reads.
+//! through `sandbox::exec`, and turns how it ended into the text the model reads. Declared
+//! tools run their command lines through the same `run_line`.
 
 use super::{Context, Output};
 use crate::approve::{Action, Approver};
@@ -22,15 +23,15 @@ pub(super) fn bash(
         command: &args.command,
         danger: danger.as_deref(),
     })?;
+    run_line(&args.command, ctx)
+}
+
+/// Runs a shell line (a `bash` command, or a declared tool's) in the sandbox, and says how it
+/// ended in the text the model reads.
+pub(super) fn run_line(command: &str, ctx: &Context) -> Result<Output, String> {
     let confine = ctx.confine.as_ref();
-    let outcome = exec::run(
-        &args.command,
-        ctx.workspace,
-        ctx.timeout,
-        ctx.max_output,
-        confine,
-    )
-    .map_err(|e| format!("could not run the command: {e}"))?;
+    let outcome = exec::run(command, ctx.workspace, ctx.timeout, ctx.max_output, confine)
+        .map_err(|e| format!("could not run the command: {e}"))?;
     let mut text = outcome.output;
     let note = match outcome.end {
         End::Exited(0) => None,
