@@ -18,7 +18,7 @@ mod wire;
 
 use crate::agent::Agent;
 use crate::approve::{Approve, Approver};
-use crate::cli::{Args, Command, Prompt, Session};
+use crate::cli::{Args, Command, Prompt};
 use crate::error::{Error, Result};
 use crate::report::{Console, Event, Json, Reporter};
 use crate::sandbox::landlock::{self, Policy};
@@ -69,20 +69,16 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         None => prompt::builtin(&workspace),
     };
     let system = prompt::with_agents_md(system, &workspace);
-    let session = match &args.session {
-        Session::Fresh => Some(session::fresh(&workspace)),
-        Session::File(path) => Some(path.clone()),
-        Session::Latest => Some(session::latest(&workspace)?),
-        Session::Off => None,
-    };
+    let root = open_dir(&workspace)?;
+    let mut session = session::find(&workspace, &root, &args.session)?;
     let mut history = vec![Message::system(system)];
-    if let Some(path) = &session {
-        history.extend(session::load(path)?);
+    if let Some(session) = &mut session {
+        history.extend(session.load(front)?);
         if history.len() > 1 {
             let notice = format!(
                 "resuming {} messages from {}",
                 history.len() - 1,
-                path.display()
+                session.path().display()
             );
             front.report(Event::Notice(&notice));
         }
@@ -112,6 +108,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
     let tools = tools::Context {
         workspace: &workspace,
+        root,
         timeout: Duration::from_secs(args.timeout),
         max_output: args.max_output,
         confine: per_command,
@@ -236,6 +233,15 @@ fn workspace(dir: &Path) -> Result<PathBuf> {
         )));
     }
     Ok(path)
+}
+
+/// The workspace as a directory descriptor, which file tools and sessions open beneath.
+fn open_dir(workspace: &Path) -> Result<sandbox::fsafe::Dir> {
+    sandbox::fsafe::Dir::open(workspace).map_err(|err| Error::File {
+        path: workspace.to_path_buf(),
+        what: "cannot open workspace",
+        err,
+    })
 }
 
 fn read_file(path: &Path, what: &'static str) -> Result<String> {

@@ -56,7 +56,7 @@ pub fn run(
             "/reset" => {
                 history.truncate(1); // the system prompt stays
                 if recorder.path().is_some() {
-                    recorder.switch(session::fresh(workspace));
+                    recorder.switch(session::Session::fresh(workspace, &agent.tools.root));
                 }
                 eprintln!("history cleared");
             }

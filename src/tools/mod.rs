@@ -4,6 +4,7 @@
 //! reads them and recovers.
 
 use crate::approve::Approver;
+use crate::sandbox::fsafe::Dir;
 use files::DEFAULT_LINES;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -28,6 +29,8 @@ pub enum Tool {
 pub struct Context<'a> {
     /// Canonical, so `safe_path` can compare prefixes.
     pub workspace: &'a Path,
+    /// The workspace, opened once: the file tools open what they resolved beneath it.
+    pub root: Dir,
     pub timeout: Duration,
     pub max_output: usize,
     /// The Landlock ruleset bash commands run under, if any.
@@ -259,6 +262,7 @@ mod tests {
     fn context(workspace: &Path, max_output: usize) -> Context<'_> {
         Context {
             workspace,
+            root: Dir::open(workspace).unwrap(),
             timeout: Duration::from_secs(10),
             max_output,
             confine: None,
