@@ -477,6 +477,21 @@ impl Dir {
     }
 }
 
+/// At most `max` bytes of the regular file at `path` (symlinks followed: for files the user
+/// trusts, such as AGENTS.md). A FIFO or device is refused without blocking on it.
+pub fn read_regular(path: &Path, max: usize) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let path = cstr(path.as_os_str().as_bytes())?;
+    let flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    // SAFETY: path is a valid C string.
+    let fd = check(unsafe { openat(AT_FDCWD, path.as_ptr(), flags) })?;
+    let mut bytes = Vec::new();
+    regular(owned(fd))?
+        .take(max as u64)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// How `open_append` treats a missing file.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Create {
@@ -911,6 +926,8 @@ mod tests {
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                 exchange(&d, &evil).unwrap();
                 flips += 1;
+                // Each state held a moment, so the loop meets both, and the flips between.
+                std::thread::sleep(std::time::Duration::from_micros(20 * (flips % 5)));
             }
             flips
         });

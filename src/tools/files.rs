@@ -127,7 +127,7 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
         if total < first || full {
             continue;
         }
-        if total >= first + limit {
+        if total >= first.saturating_add(limit) {
             full = true;
             continue;
         }

@@ -338,6 +338,14 @@ mod tests {
         );
         let out = ws.call("read_file", json!({"path": "a/b/c.txt", "offset": 9}));
         assert!(out.text.contains("past the end"), "{}", out.text);
+        // A hostile model's largest numbers: no overflow, a clear answer.
+        let huge = json!({"path": "a/b/c.txt", "offset": u64::MAX, "limit": u64::MAX});
+        assert!(ws.call("read_file", huge).text.contains("past the end"));
+        let huge = json!({"path": "a/b/c.txt", "offset": 2, "limit": u64::MAX});
+        assert_eq!(
+            ws.call("read_file", huge).text,
+            "     2\ttwo\n     3\tthree\n"
+        );
     }
 
     #[test]
