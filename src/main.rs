@@ -13,6 +13,7 @@ mod report;
 mod sandbox;
 mod session;
 mod signal;
+mod terminal;
 mod tools;
 mod wire;
 

@@ -1,9 +1,12 @@
 //! What a run shows: the agent loop reports `Event`s through the one `Reporter` trait, and the
 //! front end decides how they look. `Console` is for people: model text to stdout as it
 //! streams; one line per tool call, reasoning and notices to stderr. `Json` is for scripts:
-//! one JSON object per line on stdout, and nothing else there.
+//! one JSON object per line on stdout, and nothing else there. What goes to a terminal passes
+//! `terminal::escape` first (stderr always; stdout when it is a terminal, so a pipe gets the
+//! model's text exactly).
 
 use crate::error::Error;
+use crate::terminal::escape;
 use crate::wire::message::{Message, Role};
 use crate::wire::stream::Usage;
 use serde_json::{json, Value};
@@ -57,6 +60,8 @@ pub struct Console {
     quiet: bool,
     /// Wrap reasoning in dim escapes: only when stderr is a terminal.
     dim: bool,
+    /// stdout is a terminal: the model's text is escaped there.
+    tty_out: bool,
     /// The last thing written to stdout did not end its line.
     open_line: bool,
     /// Reasoning was written to stderr and its line is not ended.
@@ -68,6 +73,7 @@ impl Console {
         Console {
             quiet,
             dim: io::stderr().is_terminal(),
+            tty_out: io::stdout().is_terminal(),
             open_line: false,
             open_reasoning: false,
         }
@@ -94,7 +100,11 @@ impl Reporter for Console {
         match event {
             Event::Content(text) => {
                 self.end_reasoning();
-                write_stdout(text);
+                if self.tty_out {
+                    write_stdout(&escape(text));
+                } else {
+                    write_stdout(text);
+                }
                 self.open_line = !text.ends_with('\n');
             }
             Event::Reasoning(text) if !self.quiet => {
@@ -102,7 +112,7 @@ impl Reporter for Console {
                     eprint!("\x1b[2m");
                 }
                 self.open_reasoning = true;
-                eprint!("{text}");
+                eprint!("{}", escape(text));
             }
             Event::Message(message) if message.role == Role::Assistant => self.end_lines(),
             Event::ToolResult {
@@ -127,14 +137,15 @@ impl Reporter for Console {
                         .collect();
                     format!("error: {}", short.trim_matches(['[', ']']))
                 };
-                eprintln!(
+                let line = format!(
                     "[{name}] {} ({status})",
                     crate::tools::describe(name, arguments)
                 );
+                eprintln!("{}", escape(&line));
             }
             Event::Notice(text) if !self.quiet => {
                 self.end_lines();
-                eprintln!("turn: {text}");
+                eprintln!("turn: {}", escape(text));
             }
             Event::Failed(error) => {
                 self.end_lines();
@@ -217,7 +228,7 @@ impl Reporter for Json {
                 })
             }
             Event::Notice(text) => {
-                eprintln!("turn: {text}");
+                eprintln!("turn: {}", escape(text));
                 return;
             }
             _ => return,
@@ -228,7 +239,7 @@ impl Reporter for Json {
 
 /// `turn: <error>` and its hint on stderr: the one way errors reach people.
 pub fn print_error(error: &Error) {
-    eprintln!("turn: {error}");
+    eprintln!("turn: {}", escape(&error.to_string()));
     if let Some(hint) = error.hint() {
         eprintln!("hint: {hint}");
     }
