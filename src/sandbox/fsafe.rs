@@ -927,13 +927,17 @@ mod tests {
                 exchange(&d, &evil).unwrap();
                 flips += 1;
                 // Each state held a moment, so the loop meets both, and the flips between.
-                std::thread::sleep(std::time::Duration::from_micros(20 * (flips % 5)));
+                std::thread::sleep(std::time::Duration::from_micros(10 * (flips % 8)));
             }
             flips
         });
         let ws = tree.ws();
         let mut landed = 0;
-        for i in 0..300 {
+        // 300 tries, and more (within a bound) until some met d as a directory.
+        for i in 0..5000 {
+            if i >= 300 && landed > 0 {
+                break;
+            }
             let name = format!("w{i}");
             if let Ok(dir) = ws.open_dir(Path::new("d")) {
                 let done = dir.replace(OsStr::new(&name), None, |out| out.write_all(b"x"));
