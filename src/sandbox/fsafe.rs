@@ -827,6 +827,21 @@ mod tests {
     }
 
     #[test]
+    fn while_the_content_is_written_the_temp_file_has_no_name() {
+        // So a kill at that moment (the long part of a write) leaves nothing behind.
+        let tree = Tree::new("nameless");
+        let sub = tree.ws().open_dir(Path::new("sub")).unwrap();
+        let existing = sub.open_read(Path::new("f")).unwrap();
+        let during = std::cell::RefCell::new(Vec::new());
+        sub.replace(OsStr::new("f"), Some(&existing), |out| {
+            *during.borrow_mut() = fs::read_dir(tree.path("ws/sub")).unwrap().collect();
+            out.write_all(b"new")
+        })
+        .unwrap();
+        assert_eq!(during.borrow().len(), 1, "only f: {:?}", during.borrow());
+    }
+
+    #[test]
     fn a_failed_fill_changes_nothing_and_leaves_nothing() {
         let tree = Tree::new("fail");
         let sub = tree.ws().open_dir(Path::new("sub")).unwrap();
