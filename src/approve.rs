@@ -4,6 +4,7 @@
 //! they work while stdin carries the prompt and stdout the answer.
 
 use crate::signal;
+use crate::terminal::escape;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 
@@ -100,14 +101,15 @@ impl Approver {
         let question = match action {
             Action::Command { command, danger } => {
                 let warning = danger
-                    .map(|d| format!("  warning: {d}\n"))
+                    .map(|d| format!("  warning: {}\n", escape(d)))
                     .unwrap_or_default();
+                // Escaped, so what is shown is what would run: no sequence can hide a part.
                 format!(
                     "\nturn wants to run:\n  {}\n{warning}",
-                    command.replace('\n', "\n  ")
+                    escape(command).replace('\n', "\n  ")
                 )
             }
-            Action::Write(what) => format!("\nturn wants to {what}\n"),
+            Action::Write(what) => format!("\nturn wants to {}\n", escape(what)),
         };
         let _ = write!(tty, "{question}allow? [y]es, [n]o, [a]lways: ");
         let _ = tty.flush();

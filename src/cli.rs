@@ -33,6 +33,8 @@ Options:
       --max-steps N        stop after N model requests in one turn [default: 50]
       --timeout SECS       kill a bash command (and its process group) after SECS [default: 120]
       --max-output CHARS   keep at most CHARS of a tool's output, head and tail [default: 50000]
+                           (numbers: steps up to 1000000, seconds up to 1000000, CHARS up
+                           to 100000000)
       --request-timeout SECS  give up when the server sends nothing for SECS [default: 600]
       --system FILE        replace the built-in system prompt with FILE's text
       --no-stream          ask for whole responses instead of streamed tokens
@@ -180,11 +182,13 @@ pub fn parse(
             Short('m') | Long("model") => model = Some(text(parser.value()?, "--model")?),
             Long("base-url") => base_url = text(parser.value()?, "--base-url")?,
             Short('C') | Long("cd") => workspace = parser.value()?.into(),
-            Long("max-steps") => max_steps = positive(parser.value()?, "--max-steps")?,
-            Long("timeout") => timeout = positive(parser.value()?, "--timeout")?,
-            Long("max-output") => max_output = positive(parser.value()?, "--max-output")?,
+            Long("max-steps") => max_steps = positive(parser.value()?, "--max-steps", MAX_STEPS)?,
+            Long("timeout") => timeout = positive(parser.value()?, "--timeout", MAX_SECS)?,
+            Long("max-output") => {
+                max_output = positive(parser.value()?, "--max-output", MAX_OUTPUT)?
+            }
             Long("request-timeout") => {
-                request_timeout = positive(parser.value()?, "--request-timeout")?
+                request_timeout = positive(parser.value()?, "--request-timeout", MAX_SECS)?
             }
             Long("system") => system = Some(parser.value()?.into()),
             Long("no-stream") => stream = false,
@@ -326,10 +330,30 @@ fn text(value: OsString, flag: &str) -> Result<String> {
         .map_err(|v| Error::Usage(format!("{flag} is not valid UTF-8: {v:?}")))
 }
 
-fn positive<T: std::str::FromStr + Default + PartialOrd>(value: OsString, flag: &str) -> Result<T> {
+/// The most --max-steps allows.
+const MAX_STEPS: u32 = 1_000_000;
+/// The most --timeout and --request-timeout allow (over 11 days).
+const MAX_SECS: u64 = 1_000_000;
+/// The most --max-output allows: more than any model's context holds.
+const MAX_OUTPUT: usize = 100_000_000;
+
+/// A whole number from 1 to `max`: larger ones are refused, never wrapped or saturated.
+fn positive<T>(value: OsString, flag: &str, max: T) -> Result<T>
+where
+    T: std::str::FromStr + Default + PartialOrd + std::fmt::Display,
+{
     let shown = value.to_string_lossy().into_owned();
-    match text(value, flag)?.parse::<T>() {
+    let text = text(value, flag)?;
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<T>() {
+        Ok(n) if n > max => Err(Error::Usage(format!(
+            "{flag} is at most {max}, not '{shown}'"
+        ))),
         Ok(n) if n > T::default() => Ok(n),
+        // All digits, yet no number of this type: too large for it.
+        Err(_) if digits => Err(Error::Usage(format!(
+            "{flag} is at most {max}, not '{shown}'"
+        ))),
         _ => Err(Error::Usage(format!(
             "{flag} needs a whole number above 0, not '{shown}'"
         ))),
@@ -471,6 +495,20 @@ mod tests {
         assert_eq!(a.output_last_message, Some(PathBuf::from("x")));
         assert!(usage(&["-i", "-o", "x"]).contains("one-shot"));
         assert!(usage(&["-i", "--output-schema", "x"]).contains("one-shot"));
+    }
+
+    #[test]
+    fn numbers_have_sane_bounds() {
+        assert_eq!(
+            usage(&["--max-output", "4611686018427387904", "x"]),
+            "--max-output is at most 100000000, not '4611686018427387904'"
+        );
+        assert!(usage(&["--max-steps", "99999999999999999999", "x"]).contains("at most 1000000"));
+        assert!(usage(&["--timeout", "1000001", "x"]).contains("at most 1000000"));
+        assert!(usage(&["--request-timeout", "18446744073709551616", "x"]).contains("at most"));
+        assert!(usage(&["--timeout", "-1", "x"]).contains("above 0"));
+        let a = args(&["--max-output", "100000000", "--max-steps", "1000000", "x"]);
+        assert_eq!((a.max_output, a.max_steps), (100_000_000, 1_000_000));
     }
 
     #[test]

@@ -14,12 +14,13 @@ mod sandbox;
 mod schema;
 mod session;
 mod signal;
+mod terminal;
 mod tools;
 mod wire;
 
 use crate::agent::{Agent, OutputSchema};
 use crate::approve::{Approve, Approver};
-use crate::cli::{Args, Command, Prompt, Session};
+use crate::cli::{Args, Command, Prompt};
 use crate::error::{Error, Result};
 use crate::report::{Console, Event, Json, Reporter};
 use crate::sandbox::landlock::{self, Policy};
@@ -77,24 +78,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         None => prompt::builtin(&workspace),
     };
     let system = prompt::with_agents_md(system, &workspace);
-    let session = match &args.session {
-        Session::Fresh => Some(session::fresh(&workspace)),
-        Session::File(path) => Some(path.clone()),
-        Session::Latest => Some(session::latest(&workspace)?),
-        Session::Off => None,
-    };
-    let mut history = vec![Message::system(system)];
-    if let Some(path) = &session {
-        history.extend(session::load(path)?);
-        if history.len() > 1 {
-            let notice = format!(
-                "resuming {} messages from {}",
-                history.len() - 1,
-                path.display()
-            );
-            front.report(Event::Notice(&notice));
-        }
-    }
+    let root = open_dir(&workspace)?;
     if args.list_tools {
         let tools = tools::Context {
             workspace: &workspace,
@@ -102,10 +86,24 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
             max_output: args.max_output,
             confine: None,
             read_only: args.sandbox == Mode::ReadOnly,
+            root,
             user: user_tools(args, &workspace, front)?,
         };
         print!("{}", tools::listing(&tools));
         return Ok(());
+    }
+    let mut session = session::find(&workspace, &root, &args.session)?;
+    let mut history = vec![Message::system(system)];
+    if let Some(session) = &mut session {
+        history.extend(session.load(front)?);
+        if history.len() > 1 {
+            let notice = format!(
+                "resuming {} messages from {}",
+                history.len() - 1,
+                session.path().display()
+            );
+            front.report(Event::Notice(&notice));
+        }
     }
     let interactive =
         args.interactive || (args.prompt == Prompt::Missing && std::io::stdin().is_terminal());
@@ -132,6 +130,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
     let tools = tools::Context {
         workspace: &workspace,
+        root,
         timeout: Duration::from_secs(args.timeout),
         max_output: args.max_output,
         confine: per_command,
@@ -441,6 +440,15 @@ fn workspace(dir: &Path) -> Result<PathBuf> {
         )));
     }
     Ok(path)
+}
+
+/// The workspace as a directory descriptor, which file tools and sessions open beneath.
+fn open_dir(workspace: &Path) -> Result<sandbox::fsafe::Dir> {
+    sandbox::fsafe::Dir::open(workspace).map_err(|err| Error::File {
+        path: workspace.to_path_buf(),
+        what: "cannot open workspace",
+        err,
+    })
 }
 
 fn read_file(path: &Path, what: &'static str) -> Result<String> {

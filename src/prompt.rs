@@ -1,5 +1,6 @@
 //! The system prompt: the built-in one, or the user's `--system` file instead.
 
+use crate::sandbox::fsafe;
 use std::path::{Path, PathBuf};
 
 /// The built-in system prompt for a run in `workspace`.
@@ -38,7 +39,7 @@ pub fn with_agents_md(mut system: String, workspace: &Path) -> String {
         .into_iter()
         .filter_map(|dir| {
             let file = dir.join("AGENTS.md");
-            std::fs::read_to_string(&file).ok().map(|text| (file, text))
+            read_agents_md(&file).map(|text| (file, text))
         })
         .collect();
     let mut budget = MAX_AGENTS_MD;
@@ -61,6 +62,23 @@ pub fn with_agents_md(mut system: String, workspace: &Path) -> String {
         }
     }
     system
+}
+
+/// An AGENTS.md file's text, if it is a regular UTF-8 file: a FIFO or a device (a symlink to
+/// /dev/zero) is skipped without blocking, and no more is read than the prompt could take.
+fn read_agents_md(file: &Path) -> Option<String> {
+    // A few bytes over the limit, so a cut inside a char still leaves more than it can take.
+    let bytes = fsafe::read_regular(file, MAX_AGENTS_MD + 4).ok()?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Some(text),
+        Err(e) if e.as_bytes().len() > MAX_AGENTS_MD => {
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).ok()
+        }
+        Err(_) => None,
+    }
 }
 
 #[cfg(test)]
@@ -98,6 +116,21 @@ mod tests {
         let out = with_agents_md(String::new(), &root.join("repo/sub/ws"));
         assert!(out.ends_with("[AGENTS.md text cut here: the instructions are over 32 KiB]"));
         assert!(out.len() < MAX_AGENTS_MD + 1000);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn fifos_and_devices_are_skipped_without_blocking() {
+        let root = tree("fifo");
+        let ws = root.join("repo/sub/ws");
+        fs::remove_file(ws.join("AGENTS.md")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(ws.join("AGENTS.md"))
+            .status();
+        assert!(made.unwrap().success());
+        fs::remove_file(root.join("repo/AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("repo/AGENTS.md")).unwrap();
+        assert_eq!(with_agents_md("base".into(), &ws), "base");
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::session::{self, Recorder};
 use crate::signal;
+use crate::terminal::escape;
 use crate::wire::message::Message;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -36,8 +37,8 @@ pub fn run(
         eprintln!(
             "turn {}: {} in {}{resumed}. /help for commands.",
             env!("CARGO_PKG_VERSION"),
-            agent.model,
-            workspace.display()
+            escape(&agent.model),
+            escape(&workspace.display().to_string())
         );
     }
     let mut input = stdin.lock();
@@ -56,12 +57,12 @@ pub fn run(
             "/reset" => {
                 history.truncate(1); // the system prompt stays
                 if recorder.path().is_some() {
-                    recorder.switch(session::fresh(workspace));
+                    recorder.switch(session::Session::fresh(workspace, &agent.tools.root));
                 }
                 eprintln!("history cleared");
             }
             command if command.starts_with('/') => {
-                eprintln!("unknown command {command}; /help lists them")
+                eprintln!("unknown command {}; /help lists them", escape(command))
             }
             prompt => {
                 signal::clear();

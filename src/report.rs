@@ -1,9 +1,12 @@
 //! What a run shows: the agent loop reports `Event`s through the one `Reporter` trait, and the
 //! front end decides how they look. `Console` is for people: model text to stdout as it
 //! streams; one line per tool call, reasoning and notices to stderr. `Json` is for scripts:
-//! one JSON object per line on stdout, and nothing else there.
+//! one JSON object per line on stdout, and nothing else there. What goes to a terminal passes
+//! `terminal::escape` first (stderr always; stdout when it is a terminal, so a pipe gets the
+//! model's text exactly).
 
 use crate::error::Error;
+use crate::terminal::escape;
 use crate::wire::message::{Message, Role};
 use crate::wire::stream::Usage;
 use serde_json::{json, Value};
@@ -59,6 +62,8 @@ pub struct Console {
     quiet: bool,
     /// Wrap reasoning in dim escapes: only when stderr is a terminal.
     dim: bool,
+    /// stdout is a terminal: the model's text is escaped there.
+    tty_out: bool,
     /// The last thing written to stdout did not end its line.
     open_line: bool,
     /// Reasoning was written to stderr and its line is not ended.
@@ -72,6 +77,7 @@ impl Console {
         Console {
             quiet,
             dim: io::stderr().is_terminal(),
+            tty_out: io::stdout().is_terminal(),
             open_line: false,
             open_reasoning: false,
             text_to_stderr,
@@ -93,12 +99,14 @@ impl Console {
         }
     }
 
-    /// The model's text: to stdout, or to stderr when stdout is kept for the answer.
+    /// The model's text: to stdout, or to stderr when stdout is kept for the answer; escaped
+    /// where it reaches a terminal, exact through a pipe.
     fn write_text(&self, text: &str) {
-        if self.text_to_stderr {
-            eprint!("{text}");
-        } else {
-            write_stdout(text);
+        match (self.text_to_stderr, self.tty_out) {
+            (true, _) if self.dim => eprint!("{}", escape(text)),
+            (true, _) => eprint!("{text}"),
+            (false, true) => write_stdout(&escape(text)),
+            (false, false) => write_stdout(text),
         }
     }
 }
@@ -120,7 +128,7 @@ impl Reporter for Console {
                     eprint!("\x1b[2m");
                 }
                 self.open_reasoning = true;
-                eprint!("{text}");
+                eprint!("{}", escape(text));
             }
             Event::Message(message) if message.role == Role::Assistant => self.end_lines(),
             Event::ToolResult {
@@ -145,14 +153,15 @@ impl Reporter for Console {
                         .collect();
                     format!("error: {}", short.trim_matches(['[', ']']))
                 };
-                eprintln!(
+                let line = format!(
                     "[{name}] {} ({status})",
                     crate::tools::describe(name, arguments)
                 );
+                eprintln!("{}", escape(&line));
             }
             Event::Notice(text) if !self.quiet => {
                 self.end_lines();
-                eprintln!("turn: {text}");
+                eprintln!("turn: {}", escape(text));
             }
             Event::Failed(error) => {
                 self.end_lines();
@@ -246,7 +255,7 @@ impl Reporter for Json {
                 done
             }
             Event::Notice(text) => {
-                eprintln!("turn: {text}");
+                eprintln!("turn: {}", escape(text));
                 return;
             }
             _ => return,
@@ -257,7 +266,7 @@ impl Reporter for Json {
 
 /// `turn: <error>` and its hint on stderr: the one way errors reach people.
 pub fn print_error(error: &Error) {
-    eprintln!("turn: {error}");
+    eprintln!("turn: {}", escape(&error.to_string()));
     if let Some(hint) = error.hint() {
         eprintln!("hint: {hint}");
     }

@@ -1,91 +1,358 @@
 //! Sessions: a history kept as JSONL, one message per line in the Chat Completions format,
 //! appended and flushed as each message happens, so a run killed at any moment can be resumed.
-//! Resuming goes through normalization, which drops whatever the kill left half done.
+//! Resuming goes through normalization, which drops whatever the kill left half done; a last
+//! line that a kill or a full disk cut short is skipped with a notice, also once later lines
+//! follow it, so it never breaks a later resume.
 //!
 //! Runs record to `.turn/sessions/` in the workspace unless told otherwise; `-c` picks the
-//! newest file there. The system prompt is not stored: a resumed run uses the current one.
+//! newest file there. The system prompt is not stored: a resumed run uses the current one,
+//! and nothing but messages is (no key, no header).
+//!
+//! Session files are opened before the sandbox exists, with turn's full rights, and a
+//! confined command may have planted symlinks to lure those rights elsewhere (a session file
+//! that is really `~/.bash_profile`). So they are opened through `sandbox::fsafe`: `.turn`,
+//! `.turn/sessions`, a session file, and every directory between the workspace and a
+//! `--session` file inside it are never followed when they are symlinks; outside the
+//! workspace only the file itself must not be one. Files are created 0600, directories 0700.
 
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
+use crate::sandbox::fsafe::{self, Create, Dir};
 use crate::wire::message::{Message, Role};
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
-/// The messages in a session file (none if it does not exist yet).
-pub fn load(path: &Path) -> Result<Vec<Message>> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => {
-            let path = path.into();
-            return Err(Error::File {
-                path,
+/// A session file: where it is and, once it exists, the file itself, opened once and used
+/// for both the resume and the recording.
+pub struct Session {
+    /// As the user named it, or where a fresh one lives: for notices.
+    path: PathBuf,
+    place: Place,
+    file: Option<File>,
+}
+
+enum Place {
+    /// A new file under `.turn/sessions` of this workspace, named when it is created.
+    Fresh { workspace: PathBuf, root: Dir },
+    /// `rel` beneath the workspace: no symlink followed anywhere on the way.
+    Beneath { root: Dir, rel: PathBuf },
+    /// `name` in the directory `parent`, outside the workspace: the file must not be a
+    /// symlink; the directories are the user's own path.
+    Outside { parent: PathBuf, name: OsString },
+}
+
+impl Session {
+    /// A new session under `.turn/sessions/` of the workspace (created when recording starts).
+    pub fn fresh(workspace: &Path, root: &Dir) -> io::Result<Session> {
+        Ok(Session {
+            path: dir(workspace),
+            place: Place::Fresh {
+                workspace: workspace.to_path_buf(),
+                root: root.try_clone()?,
+            },
+            file: None,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The messages recorded so far (none for a new file). Torn lines are skipped, each with
+    /// a notice; any other line that is not a message is an error naming the file and line.
+    pub fn load(&mut self, reporter: &mut dyn Reporter) -> Result<Vec<Message>> {
+        let Some(file) = &mut self.file else {
+            return Ok(Vec::new());
+        };
+        let mut bytes = Vec::new();
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut bytes))
+            .map_err(|err| Error::File {
+                path: self.path.clone(),
                 what: "cannot read session",
                 err,
-            });
+            })?;
+        let (messages, torn) = parse(&bytes).map_err(|detail| Error::Session {
+            path: self.path.clone(),
+            detail,
+        })?;
+        for line in torn {
+            let notice = format!(
+                "line {line} of {} was cut short by an interrupted write; it is skipped",
+                self.path.display()
+            );
+            reporter.report(Event::Notice(&notice));
         }
-    };
-    let mut messages = Vec::new();
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+        Ok(messages)
+    }
+
+    /// Opens the file for appending, creating it (and its directories) if need be.
+    fn start(&mut self) -> io::Result<()> {
+        if let Some(file) = self.file.take() {
+            self.file = Some(close_torn_line(file)?);
+            return Ok(());
         }
-        match serde_json::from_str::<Message>(line) {
-            Ok(message) if message.role != Role::System => messages.push(message),
-            Ok(_) => {}
-            // A last line without its newline is a write the kill cut short: nothing to resume.
-            Err(_) if i + 1 == lines.len() && !line.ends_with('\n') => {}
-            Err(e) => {
-                let detail = format!("line {}: {e}", i + 1);
-                return Err(Error::Session {
-                    path: path.into(),
-                    detail,
-                });
+        let file = match &self.place {
+            Place::Fresh { workspace, root } => {
+                let sessions = sessions_dir(root, true)?;
+                let (name, file) = create_fresh(&sessions)?;
+                self.path = dir(workspace).join(name);
+                file
             }
+            Place::Beneath { root, rel } => {
+                let parent = rel.parent().unwrap_or(Path::new(""));
+                if rel.starts_with(".turn") {
+                    sessions_dir(root, false)?;
+                }
+                let dir = root.create_dirs(parent, 0o700)?;
+                let name = rel.file_name().unwrap_or_default();
+                dir.open_append(Path::new(name), Create::IfMissing)?
+            }
+            Place::Outside { parent, name } => {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent)?;
+                Dir::open(parent)?.open_append(Path::new(name), Create::IfMissing)?
+            }
+        };
+        self.file = Some(close_torn_line(file)?);
+        Ok(())
+    }
+}
+
+/// The session the flags ask for: a fresh one, `--session FILE`, or the newest (`-c`); an
+/// existing file is opened now, for the resume.
+pub fn find(workspace: &Path, root: &Dir, which: &crate::cli::Session) -> Result<Option<Session>> {
+    use crate::cli::Session as Which;
+    let session = match which {
+        Which::Off => return Ok(None),
+        Which::Fresh => Session::fresh(workspace, root).map_err(|err| Error::File {
+            path: workspace.to_path_buf(),
+            what: "cannot open workspace",
+            err,
+        })?,
+        Which::Latest => latest(workspace, root)?,
+        Which::File(path) => named(workspace, root, path)?,
+    };
+    Ok(Some(session))
+}
+
+/// `--session FILE`: opened now if it exists.
+fn named(workspace: &Path, root: &Dir, path: &Path) -> Result<Session> {
+    let refuse = |err: io::Error| Error::File {
+        path: path.to_path_buf(),
+        what: "cannot use the session file",
+        err: explain(err),
+    };
+    let absolute = std::env::current_dir()
+        .map(|cwd| lexical(&cwd.join(path)))
+        .map_err(refuse)?;
+    let Some(name) = absolute.file_name().map(OsString::from) else {
+        return Err(Error::Usage(format!(
+            "--session needs a file name, not {}",
+            path.display()
+        )));
+    };
+    let place = match absolute.strip_prefix(workspace) {
+        Ok(rel) => Place::Beneath {
+            root: root.try_clone().map_err(refuse)?,
+            rel: rel.to_path_buf(),
+        },
+        Err(_) => Place::Outside {
+            parent: absolute.parent().unwrap_or(Path::new("/")).to_path_buf(),
+            name,
+        },
+    };
+    let opened = match &place {
+        Place::Beneath { root, rel } => root.open_append(rel, Create::No),
+        Place::Outside { parent, name } => {
+            Dir::open(parent).and_then(|dir| dir.open_append(Path::new(name), Create::No))
+        }
+        Place::Fresh { .. } => unreachable!("a named session"),
+    };
+    let file = match opened {
+        Ok(file) => Some(file),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(refuse(e)),
+    };
+    Ok(Session {
+        path: path.to_path_buf(),
+        place,
+        file,
+    })
+}
+
+/// `-c`: the most recently written session under `.turn/sessions/` of the workspace.
+fn latest(workspace: &Path, root: &Dir) -> Result<Session> {
+    let shown = dir(workspace);
+    let sessions = root
+        .open_dir(Path::new(".turn/sessions"))
+        .map_err(|err| Error::File {
+            path: shown.clone(),
+            what: "no session to continue in",
+            err: explain(err),
+        })?;
+    // Names come from a listing; each is then looked at, and opened, beneath the directory
+    // opened above, never through a symlink.
+    let newest = fs::read_dir(&shown)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name())
+        .filter(|name| Path::new(name).extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|name| {
+            let meta = sessions.metadata(Path::new(&name)).ok()?;
+            meta.is_file().then(|| (meta.modified().ok(), name))
+        })
+        .max();
+    let Some((_, name)) = newest else {
+        return Err(Error::Usage(format!(
+            "no session to continue in {}",
+            shown.display()
+        )));
+    };
+    let path = shown.join(&name);
+    let file = sessions
+        .open_append(Path::new(&name), Create::No)
+        .map_err(|err| Error::File {
+            path: path.clone(),
+            what: "cannot continue the session",
+            err: explain(err),
+        })?;
+    Ok(Session {
+        path,
+        place: Place::Beneath {
+            root: root.try_clone().map_err(|err| Error::File {
+                path: workspace.to_path_buf(),
+                what: "cannot open workspace",
+                err,
+            })?,
+            rel: PathBuf::from(".turn/sessions").join(name),
+        },
+        file: Some(file),
+    })
+}
+
+/// Errors that mean a planted symlink, said so.
+fn explain(err: io::Error) -> io::Error {
+    if fsafe::is_symlink(&err) {
+        return io::Error::new(
+            err.kind(),
+            "it is a symbolic link, or one is in its path; turn does not follow symlinks to              session files",
+        );
+    }
+    err
+}
+
+/// `path` with `.` and `..` taken out by name, as the user wrote it.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
         }
     }
-    Ok(messages)
+    out
 }
 
-/// The most recently written session under `.turn/sessions/` of the workspace.
-pub fn latest(workspace: &Path) -> Result<PathBuf> {
-    let dir = dir(workspace);
-    let entries = fs::read_dir(&dir).map_err(|err| Error::File {
-        path: dir.clone(),
-        what: "no session to continue in",
-        err,
-    })?;
-    entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .max()
-        .map(|(_, path)| path)
-        .ok_or_else(|| Error::Usage(format!("no session to continue in {}", dir.display())))
+/// `.turn/sessions` beneath the workspace, made 0700 (and `.turn` with its `.gitignore`).
+fn sessions_dir(root: &Dir, sessions: bool) -> io::Result<Dir> {
+    let turn = root.create_dirs(Path::new(".turn"), 0o700)?;
+    private(&turn);
+    // Keep recorded sessions out of the user's git status.
+    match turn.create_new(Path::new(".gitignore"), 0o644) {
+        Ok(mut file) => file.write_all(b"*\n")?,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    if !sessions {
+        return Ok(turn);
+    }
+    let sessions = turn.create_dirs(Path::new("sessions"), 0o700)?;
+    private(&sessions);
+    Ok(sessions)
 }
 
-/// A new session path: `.turn/sessions/<UTC time>-<pid>.jsonl`, with `-2`, `-3`… when this
-/// process already started one in the same second.
-pub fn fresh(workspace: &Path) -> PathBuf {
+/// Takes group and other rights off a directory turn made (older versions made them 0755).
+fn private(dir: &Dir) {
+    if let Ok(meta) = dir.metadata(Path::new("")) {
+        if meta.mode() & 0o077 != 0 {
+            let _ = dir.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o700));
+        }
+    }
+}
+
+/// A new file `<UTC time>-<pid>.jsonl` in `sessions`, with `-2`, `-3`… when the name is taken.
+fn create_fresh(sessions: &Dir) -> io::Result<(OsString, File)> {
     let secs = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let stem = format!("{}-{}", timestamp(secs), std::process::id());
-    let dir = dir(workspace);
-    (1..)
-        .map(|n| match n {
-            1 => dir.join(format!("{stem}.jsonl")),
-            n => dir.join(format!("{stem}-{n}.jsonl")),
-        })
-        .find(|path| !path.exists())
-        .expect("some name is free")
+    for n in 1..1000 {
+        let name = match n {
+            1 => format!("{stem}.jsonl"),
+            n => format!("{stem}-{n}.jsonl"),
+        };
+        match sessions.open_append(Path::new(&name), Create::New) {
+            Ok(file) => return Ok((name.into(), file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no free session file name"))
 }
 
 fn dir(workspace: &Path) -> PathBuf {
     workspace.join(".turn").join("sessions")
+}
+
+/// A file whose last line was cut short gets its newline, so the next message starts a line
+/// of its own (and the torn one stays recognizable as torn).
+fn close_torn_line(mut file: File) -> io::Result<File> {
+    let len = file.metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8];
+        file.read_exact_at(&mut last, len - 1)?;
+        if last[0] != b'\n' {
+            file.write_all(b"\n")?;
+        }
+    }
+    Ok(file)
+}
+
+/// The messages in a session file's bytes, and the (1-based) lines skipped as torn: cut short
+/// by a kill or a full disk (JSON that ends too early, or the NUL bytes a crash can leave).
+fn parse(bytes: &[u8]) -> std::result::Result<(Vec<Message>, Vec<usize>), String> {
+    let (mut messages, mut torn) = (Vec::new(), Vec::new());
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_ascii_end();
+        let body = &body[body.iter().take_while(|&&b| b == 0).count()..];
+        if body.iter().all(|&b| b == 0 || b.is_ascii_whitespace()) {
+            if line.contains(&0) {
+                torn.push(i + 1);
+            }
+            continue;
+        }
+        match serde_json::from_slice::<Message>(body) {
+            Ok(message) if message.role != Role::System => messages.push(message),
+            Ok(_) => {}
+            Err(e) if e.is_eof() => torn.push(i + 1),
+            // A last line without its newline is a write the kill cut short.
+            Err(_) if i + 1 == lines.len() && !line.ends_with(b"\n") => torn.push(i + 1),
+            Err(e) => return Err(format!("line {}: {e}", i + 1)),
+        }
+    }
+    Ok((messages, torn))
 }
 
 /// `2026-12-02T13-33-25` for seconds since the epoch (UTC; civil-from-days, Howard Hinnant).
@@ -109,88 +376,61 @@ fn timestamp(secs: u64) -> String {
 /// file first. A file that cannot be written is reported once; the run goes on without it.
 pub struct Recorder<'a> {
     inner: &'a mut dyn Reporter,
-    file: Option<File>,
-    path: Option<PathBuf>,
+    session: Option<Session>,
 }
 
 impl<'a> Recorder<'a> {
-    /// Records to `path` (created with its directories), or nowhere when `None`.
-    pub fn new(inner: &'a mut dyn Reporter, path: Option<PathBuf>) -> Recorder<'a> {
+    /// Records to `session` (created with its directories), or nowhere when `None`.
+    pub fn new(inner: &'a mut dyn Reporter, session: Option<Session>) -> Recorder<'a> {
         let mut recorder = Recorder {
             inner,
-            file: None,
-            path: None,
+            session: None,
         };
-        if let Some(path) = path {
-            recorder.switch(path);
+        if let Some(session) = session {
+            recorder.switch(Ok(session));
         }
         recorder
     }
 
-    /// Records from now on to a new file (the REPL's /reset).
-    pub fn switch(&mut self, path: PathBuf) {
-        match open(&path) {
-            Ok(file) => self.file = Some(file),
+    /// Records from now on to another session (the REPL's /reset).
+    pub fn switch(&mut self, session: io::Result<Session>) {
+        self.session = None;
+        let started = session.and_then(|mut session| match session.start() {
+            Ok(()) => Ok(session),
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("{}: {}", session.path.display(), explain(e)),
+            )),
+        });
+        match started {
+            Ok(session) => self.session = Some(session),
             Err(e) => {
-                self.file = None;
-                let notice = format!("cannot record the session in {}: {e}", path.display());
+                let notice = format!("cannot record the session in {e}");
                 self.inner.report(Event::Notice(&notice));
             }
         }
-        self.path = Some(path);
     }
 
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref().filter(|_| self.file.is_some())
+        self.session.as_ref().map(Session::path)
     }
 
     fn append(&mut self, message: &Message) {
-        let Some(file) = &mut self.file else { return };
+        let Some(session) = &mut self.session else {
+            return;
+        };
+        let Some(file) = &mut session.file else {
+            return;
+        };
         let mut line = serde_json::to_string(message).unwrap_or_default();
         line.push('\n');
         if let Err(e) = file.write_all(line.as_bytes()) {
-            self.file = None;
-            let path = self
-                .path
-                .as_deref()
-                .unwrap_or(Path::new("?"))
-                .display()
-                .to_string();
+            let path = session.path.display().to_string();
+            self.session = None;
             let notice = format!("cannot record the session in {path}: {e}; it stops here");
             self.inner.report(Event::Notice(&notice));
         }
     }
-}
-
-/// Opens for appending; a file whose last line was cut short gets its newline first, so the
-/// next message starts a line of its own.
-fn open(path: &Path) -> std::io::Result<File> {
-    if let Some(sessions) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(sessions)?;
-        // Keep recorded sessions out of the user's git status.
-        if let Some(turn_dir) = sessions.parent().filter(|d| d.ends_with(".turn")) {
-            let ignore = turn_dir.join(".gitignore");
-            if !ignore.exists() {
-                fs::write(ignore, "*\n")?;
-            }
-        }
-    }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)?;
-    let len = file.metadata()?.len();
-    if len > 0 {
-        let mut last = [0u8];
-        use std::io::{Seek, SeekFrom};
-        file.seek(SeekFrom::Start(len - 1))?;
-        file.read_exact(&mut last)?;
-        if last[0] != b'\n' {
-            file.write_all(b"\n")?;
-        }
-    }
-    Ok(file)
 }
 
 impl Reporter for Recorder<'_> {
@@ -207,6 +447,8 @@ impl Reporter for Recorder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::Session as Which;
+    use std::os::unix::fs::symlink;
 
     #[test]
     fn timestamps_are_utc_calendar_dates() {
@@ -215,24 +457,64 @@ mod tests {
         assert_eq!(timestamp(1_796_218_405), "2026-12-02T13-33-25");
     }
 
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("turn-session-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A workspace `ws` and a directory `outside` beside it, removed when dropped.
+    struct Place {
+        dir: PathBuf,
     }
 
-    struct Nothing;
-    impl Reporter for Nothing {
-        fn report(&mut self, _: Event<'_>) {}
+    impl Place {
+        fn new(name: &str) -> Place {
+            let dir =
+                std::env::temp_dir().join(format!("turn-session-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(dir.join("ws")).unwrap();
+            fs::create_dir_all(dir.join("outside")).unwrap();
+            Place {
+                dir: dir.canonicalize().unwrap(),
+            }
+        }
+
+        fn ws(&self) -> PathBuf {
+            self.dir.join("ws")
+        }
+
+        fn find(&self, which: Which) -> Result<Option<Session>> {
+            find(&self.ws(), &Dir::open(&self.ws()).unwrap(), &which)
+        }
+
+        fn load(&self, which: Which) -> (Result<Vec<Message>>, Vec<String>) {
+            let mut notes = Notes::default();
+            let loaded = self.find(which).and_then(|s| s.unwrap().load(&mut notes));
+            (loaded, notes.0)
+        }
+    }
+
+    impl Drop for Place {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    #[derive(Default)]
+    struct Notes(Vec<String>);
+    impl Reporter for Notes {
+        fn report(&mut self, event: Event<'_>) {
+            if let Event::Notice(text) = event {
+                self.0.push(text.to_string());
+            }
+        }
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().mode() & 0o777
     }
 
     #[test]
     fn records_and_loads_back_without_the_system_prompt() {
-        let dir = temp("roundtrip");
-        let path = dir.join(".turn/sessions/s.jsonl");
-        let mut nothing = Nothing;
-        let mut recorder = Recorder::new(&mut nothing, Some(path.clone()));
+        let place = Place::new("roundtrip");
+        let mut notes = Notes::default();
+        let session = place.find(Which::Fresh).unwrap();
+        let mut recorder = Recorder::new(&mut notes, session);
         let messages = [
             Message::system("sys"),
             Message::user("hi"),
@@ -241,47 +523,143 @@ mod tests {
         for message in &messages {
             recorder.report(Event::Message(message));
         }
-        assert_eq!(load(&path).unwrap(), messages[1..]);
-        assert_eq!(
-            fs::read_to_string(dir.join(".turn/.gitignore")).unwrap(),
-            "*\n"
-        );
-        assert_eq!(latest(&dir).unwrap(), path);
-        fs::remove_dir_all(dir).unwrap();
+        let path = recorder.path().unwrap().to_path_buf();
+        assert!(path.starts_with(place.ws().join(".turn/sessions")));
+        let (loaded, notes) = place.load(Which::Latest);
+        assert_eq!(loaded.unwrap(), messages[1..]);
+        assert!(notes.is_empty());
+        let turn = place.ws().join(".turn");
+        assert_eq!(fs::read_to_string(turn.join(".gitignore")).unwrap(), "*\n");
+        assert_eq!(mode(&turn), 0o700);
+        assert_eq!(mode(&turn.join("sessions")), 0o700);
+        assert_eq!(mode(&path), 0o600);
     }
 
     #[test]
-    fn a_torn_last_line_is_skipped_and_closed_before_appending() {
-        let dir = temp("torn");
-        let path = dir.join("s.jsonl");
+    fn old_open_directories_are_made_private() {
+        let place = Place::new("private");
+        let sessions = place.ws().join(".turn/sessions");
+        fs::create_dir_all(&sessions).unwrap();
+        fs::set_permissions(&sessions, fs::Permissions::from_mode(0o755)).unwrap();
+        let mut notes = Notes::default();
+        let _recorder = Recorder::new(&mut notes, place.find(Which::Fresh).unwrap());
+        assert_eq!(mode(&sessions), 0o700);
+    }
+
+    #[test]
+    fn torn_lines_are_skipped_with_a_notice_on_every_resume() {
+        let place = Place::new("torn");
+        let path = place.ws().join("s.jsonl");
+        let which = || Which::File(path.clone());
         fs::write(
             &path,
             "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assis",
         )
         .unwrap();
-        assert_eq!(load(&path).unwrap(), [Message::user("a")]);
-        let mut nothing = Nothing;
-        let mut recorder = Recorder::new(&mut nothing, Some(path.clone()));
-        recorder.report(Event::Message(&Message::user("b")));
-        let err = load(&path).unwrap_err().to_string();
-        assert!(
-            err.contains("line 2"),
-            "the torn line now has a newline and is reported: {err}"
-        );
-        fs::remove_dir_all(dir).unwrap();
+        let (loaded, notes) = place.load(which());
+        assert_eq!(loaded.unwrap(), [Message::user("a")]);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].starts_with("line 2 of "), "{notes:?}");
+        for round in ["b", "c"] {
+            let mut nothing = Notes::default();
+            let mut recorder = Recorder::new(&mut nothing, place.find(which()).unwrap());
+            recorder.report(Event::Message(&Message::user(round)));
+        }
+        let (loaded, notes) = place.load(which());
+        let expected = [Message::user("a"), Message::user("b"), Message::user("c")];
+        assert_eq!(loaded.unwrap(), expected, "the second resume works too");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+    }
+
+    #[test]
+    fn what_a_crash_leaves_is_torn_and_other_junk_is_an_error() {
+        let line = "{\"role\":\"user\",\"content\":\"h\u{e9}\"}\n";
+        let cut_in_a_char = &line.as_bytes()[..line.find('\u{e9}').unwrap() + 1];
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.extend_from_slice(cut_in_a_char);
+        bytes.extend_from_slice(b"\n\0\0\0\0\n");
+        bytes.extend_from_slice(line.as_bytes());
+        let (messages, torn) = parse(&bytes).unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(torn, [2, 3]);
+        let err = parse(b"{\"role\":\"user\",\"content\":\"a\"}\nnot json\n").unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
     }
 
     #[test]
     fn a_bad_line_is_an_error_naming_it() {
-        let dir = temp("bad");
-        let path = dir.join("s.jsonl");
+        let place = Place::new("bad");
+        let path = place.ws().join("s.jsonl");
         fs::write(&path, "{\"role\":\"user\",\"content\":\"a\"}\nnot json\n{\"role\":\"user\",\"content\":\"b\"}\n").unwrap();
-        let err = load(&path).unwrap_err().to_string();
+        let err = place
+            .load(Which::File(path.clone()))
+            .0
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with(&format!("cannot resume {}: line 2:", path.display())),
             "{err}"
         );
-        assert!(load(&dir.join("missing.jsonl")).unwrap().is_empty());
-        fs::remove_dir_all(dir).unwrap();
+        let missing = Which::File(place.ws().join("missing.jsonl"));
+        assert!(place.load(missing).0.unwrap().is_empty());
+    }
+
+    #[test]
+    fn planted_symlinks_are_never_followed() {
+        let place = Place::new("links");
+        let target = place.dir.join("outside/profile");
+        fs::write(&target, "precious\n").unwrap();
+        // --session FILE where FILE, or a directory on its way in the workspace, is a symlink.
+        symlink(&target, place.ws().join("task.jsonl")).unwrap();
+        symlink(place.dir.join("outside"), place.ws().join("logs")).unwrap();
+        for file in ["task.jsonl", "logs/profile"] {
+            let err = place
+                .find(Which::File(place.ws().join(file)))
+                .err()
+                .unwrap();
+            assert!(err.to_string().contains("symbolic link"), "{err}");
+        }
+        // .turn planted as a symlink: -c refuses, a fresh session is not recorded.
+        symlink(place.dir.join("outside"), place.ws().join(".turn")).unwrap();
+        fs::create_dir(place.dir.join("outside/sessions")).unwrap();
+        let err = place.find(Which::Latest).err().unwrap().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        let mut notes = Notes::default();
+        let mut recorder = Recorder::new(&mut notes, place.find(Which::Fresh).unwrap());
+        recorder.report(Event::Message(&Message::user("x")));
+        assert!(recorder.path().is_none());
+        drop(recorder);
+        assert!(notes.0[0].contains("symbolic link"), "{:?}", notes.0);
+        // A session in .turn/sessions that is a symlink is not a session.
+        fs::remove_file(place.ws().join(".turn")).unwrap();
+        fs::create_dir_all(place.ws().join(".turn/sessions")).unwrap();
+        symlink(&target, place.ws().join(".turn/sessions/a.jsonl")).unwrap();
+        let err = place.find(Which::Latest).err().unwrap().to_string();
+        assert!(err.contains("no session to continue"), "{err}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "precious\n");
+        assert_eq!(
+            fs::read_dir(place.dir.join("outside/sessions"))
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_session_outside_the_workspace_must_not_be_a_symlink_itself() {
+        let place = Place::new("outside");
+        let target = place.dir.join("outside/profile");
+        fs::write(&target, "precious\n").unwrap();
+        let link = place.dir.join("outside/task.jsonl");
+        symlink(&target, &link).unwrap();
+        let err = place.find(Which::File(link)).err().unwrap().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        let fine = place.dir.join("outside/new/task.jsonl");
+        let mut notes = Notes::default();
+        let mut recorder =
+            Recorder::new(&mut notes, place.find(Which::File(fine.clone())).unwrap());
+        recorder.report(Event::Message(&Message::user("x")));
+        assert_eq!(mode(&fine), 0o600);
+        assert_eq!(fs::read_to_string(&target).unwrap(), "precious\n");
     }
 }

@@ -222,9 +222,19 @@ fn a_failing_proxy_is_named_with_its_variable() {
             let Ok((mut stream, _)) = listener.accept() else {
                 return;
             };
+            // Read the whole CONNECT request, answer, and let the client close first, so no
+            // unread byte turns the close into a reset.
+            let mut request = Vec::new();
             let mut buf = [0u8; 1024];
-            let _ = stream.read(&mut buf);
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
             let _ = stream.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let _ = stream.read(&mut buf);
         }
     });
     let mut command = turn_at(&ws, "https://127.0.0.1:9/v1");

@@ -1,10 +1,12 @@
 //! The sandbox: what commands and file tools may change, in layers. `paths` keeps file tools
-//! inside the workspace, `screen` flags well-known destructive commands, `landlock` confines
-//! what commands may write and connect to, and `exec` runs a command inside those limits.
+//! inside the workspace, `fsafe` opens what they checked without following a symlink swapped
+//! in since, `screen` flags well-known destructive commands, `landlock` confines what commands
+//! may write and connect to, and `exec` runs a command inside those limits.
 //!
 //! Architecture invariant: `paths` and `screen` are pure; only `exec` spawns processes.
 
 pub mod exec;
+pub mod fsafe;
 pub mod landlock;
 pub mod paths;
 pub mod screen;

@@ -1,13 +1,16 @@
 //! The file tools: `read_file`, `write_file` and `edit_file`. Paths are resolved by
-//! `sandbox::safe_path`, so no path, symlink or `..` leads outside the workspace; writes go
-//! through a temp file and a rename, keeping the file's mode.
+//! `sandbox::safe_path`, so no path, symlink or `..` leads outside the workspace, and what it
+//! resolved is opened through `sandbox::fsafe` from the workspace's directory descriptor with
+//! no symlink followed, so a path changed after the check cannot lead outside either. Only
+//! regular files are read or written; writes go through a temp file and a rename, keeping the
+//! file's owner, mode and hard links (see `fsafe::Dir::replace`).
 
 use super::{replace, truncate, Context, Output};
 use crate::approve::{Action, Approver};
-use crate::sandbox::{self, Node};
+use crate::sandbox::{self, fsafe, Node};
 use serde::Deserialize;
-use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::fs;
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// Lines `read_file` returns when the model gives no `limit`.
@@ -53,6 +56,30 @@ fn lookup(path: &Path) -> Node {
     }
 }
 
+/// A resolved path relative to the workspace (empty for the workspace itself).
+fn relative<'p>(path: &'p Path, ctx: &Context) -> &'p Path {
+    path.strip_prefix(ctx.workspace).unwrap_or(path)
+}
+
+/// What the model is told when `name` cannot be opened.
+fn opening(err: &io::Error, name: &dyn std::fmt::Display) -> String {
+    if fsafe::is_symlink(err) {
+        return format!(
+            "{name} changed while turn was opening it (a symbolic link appeared in its path);              nothing was done"
+        );
+    }
+    if fsafe::is_not_regular(err) {
+        // A FIFO or device would block the read or never end.
+        return format!("{name} is not a regular file (a FIFO, socket or device)");
+    }
+    match err.kind() {
+        io::ErrorKind::NotFound => format!("{name} does not exist"),
+        io::ErrorKind::IsADirectory => format!("{name} is a directory; list it with bash (ls)"),
+        io::ErrorKind::NotADirectory => format!("a parent of {name} is not a directory"),
+        _ => format!("cannot open {name}: {err}"),
+    }
+}
+
 /// How a path is shown to the model: relative to the workspace.
 fn shown<'a>(path: &'a Path, ctx: &Context) -> std::path::Display<'a> {
     path.strip_prefix(ctx.workspace)
@@ -65,14 +92,17 @@ fn shown<'a>(path: &'a Path, ctx: &Context) -> std::path::Display<'a> {
 pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String> {
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
-    let file = open(&path, ctx)?;
+    let file = ctx
+        .root
+        .open_read(relative(&path, ctx))
+        .map_err(|e| opening(&e, &name))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     if reader
         .fill_buf()
         .map_err(|e| format!("cannot read {name}: {e}"))?
         .contains(&0)
     {
-        let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         return Err(format!(
             "{name} is a binary file ({size} bytes); it cannot be shown as text"
         ));
@@ -97,7 +127,7 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
         if total < first || full {
             continue;
         }
-        if total >= first + limit {
+        if total >= first.saturating_add(limit) {
             full = true;
             continue;
         }
@@ -142,18 +172,6 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
     })
 }
 
-fn open(path: &Path, ctx: &Context) -> Result<File, String> {
-    let name = shown(path, ctx);
-    match fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(format!("{name} is a directory; list it with bash (ls)")),
-        // A FIFO or device would block the read or never end.
-        Ok(meta) if !meta.is_file() => Err(format!("{name} is not a regular file")),
-        Ok(_) => File::open(path).map_err(|e| format!("cannot open {name}: {e}")),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!("{name} does not exist")),
-        Err(e) => Err(format!("cannot open {name}: {e}")),
-    }
-}
-
 /// Refuses writes under `--sandbox read-only`, then asks the approver.
 fn may_write(ctx: &Context, approver: &mut Approver, what: &str) -> Result<(), String> {
     if ctx.read_only {
@@ -171,8 +189,14 @@ pub(super) fn write_file(
 ) -> Result<Output, String> {
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
-    let existed = match fs::metadata(&path) {
+    let rel = relative(&path, ctx);
+    let Some(file_name) = rel.file_name() else {
+        return Err(format!("{name} is a directory"));
+    };
+    let existed = match ctx.root.metadata(rel) {
         Ok(meta) if meta.is_dir() => return Err(format!("{name} is a directory")),
+        Ok(meta) if meta.is_symlink() => return Err(opening(&fsafe::symlink_error(), &name)),
+        Ok(meta) if !meta.is_file() => return Err(opening(&fsafe::not_regular(), &name)),
         Ok(_) => true,
         Err(_) => false,
     };
@@ -181,12 +205,26 @@ pub(super) fn write_file(
         approver,
         &format!("write {} bytes to {name}", args.content.len()),
     )?;
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create the directory for {name}: {e}"))?;
-    }
-    write_atomic(&path, |out| out.write_all(args.content.as_bytes()))
-        .map_err(|e| format!("cannot write {name}: {e}"))?;
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    let dir = ctx
+        .root
+        .create_dirs(parent, 0o777)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists | io::ErrorKind::NotADirectory => {
+                format!("a parent of {name} is not a directory")
+            }
+            _ if fsafe::is_symlink(&e) => opening(&e, &name),
+            _ => format!("cannot create the directory for {name}: {e}"),
+        })?;
+    let existing = match dir.open_read(Path::new(file_name)) {
+        Ok(file) => Some(file),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(opening(&e, &name)),
+    };
+    dir.replace(file_name, existing.as_ref(), |out| {
+        out.write_all(args.content.as_bytes())
+    })
+    .map_err(|e| format!("cannot write {name}: {e}"))?;
     let verb = if existed { "Overwrote" } else { "Created" };
     Ok(Output::ok(format!(
         "{verb} {name} ({} bytes)",
@@ -207,13 +245,12 @@ pub(super) fn edit_file(
     if args.old_text == args.new_text {
         return Err("old_text and new_text are the same; nothing would change".into());
     }
-    let found =
-        replace::find_all(open(&path, ctx)?, &args.old_text).map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData => {
-                format!("{name} is not valid UTF-8 text; edit it with bash")
-            }
-            _ => format!("cannot read {name}: {e}"),
-        })?;
+    let rel = relative(&path, ctx);
+    let file = ctx.root.open_read(rel).map_err(|e| opening(&e, &name))?;
+    let found = replace::find_all(&file, &args.old_text).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidData => format!("{name} is not valid UTF-8 text; edit it with bash"),
+        _ => format!("cannot read {name}: {e}"),
+    })?;
     match found.offsets.len() {
         0 => {
             return Err(format!(
@@ -230,10 +267,15 @@ pub(super) fn edit_file(
         _ => {}
     }
     may_write(ctx, approver, &format!("edit {name}"))?;
-    write_atomic(&path, |out| {
-        let input = open(&path, ctx).map_err(io::Error::other)?;
+    // The file searched is the file spliced: the same descriptor, read again from the start.
+    let (Some(parent), Some(file_name)) = (rel.parent(), rel.file_name()) else {
+        return Err(format!("{name} is a directory"));
+    };
+    let dir = ctx.root.open_dir(parent).map_err(|e| opening(&e, &name))?;
+    dir.replace(file_name, Some(&file), |out| {
+        (&file).seek(SeekFrom::Start(0))?;
         replace::splice(
-            input,
+            &file,
             out,
             &found.offsets,
             args.old_text.len(),
@@ -249,32 +291,4 @@ pub(super) fn edit_file(
         "Replaced {times} in {name} (first at line {})",
         found.first_line
     )))
-}
-
-/// Writes through a temp file in the same directory, then renames it over `path`: a reader
-/// (or a crash) sees the old content or the new, never half of it. Keeps the file's mode.
-fn write_atomic(
-    path: &Path,
-    fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{file_name}.turn-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut out = BufWriter::new(File::create(&temp)?);
-        fill(&mut out)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        if let Ok(meta) = fs::metadata(path) {
-            file.set_permissions(meta.permissions())?;
-        }
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
 }

@@ -5,6 +5,7 @@
 //! recovers.
 
 use crate::approve::{Action, Approver};
+use crate::sandbox::fsafe::Dir;
 use files::DEFAULT_LINES;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -42,6 +43,8 @@ pub struct UserTools {
 pub struct Context<'a> {
     /// Canonical, so `safe_path` can compare prefixes.
     pub workspace: &'a Path,
+    /// The workspace, opened once: the file tools open what they resolved beneath it.
+    pub root: Dir,
     pub timeout: Duration,
     pub max_output: usize,
     /// The Landlock ruleset bash commands run under, if any.
@@ -412,6 +415,7 @@ mod tests {
     fn context(workspace: &Path, max_output: usize) -> Context<'_> {
         Context {
             workspace,
+            root: Dir::open(workspace).unwrap(),
             timeout: Duration::from_secs(10),
             max_output,
             confine: None,
@@ -488,6 +492,14 @@ mod tests {
         );
         let out = ws.call("read_file", json!({"path": "a/b/c.txt", "offset": 9}));
         assert!(out.text.contains("past the end"), "{}", out.text);
+        // A hostile model's largest numbers: no overflow, a clear answer.
+        let huge = json!({"path": "a/b/c.txt", "offset": u64::MAX, "limit": u64::MAX});
+        assert!(ws.call("read_file", huge).text.contains("past the end"));
+        let huge = json!({"path": "a/b/c.txt", "offset": 2, "limit": u64::MAX});
+        assert_eq!(
+            ws.call("read_file", huge).text,
+            "     2\ttwo\n     3\tthree\n"
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub(super) fn bash(
     ctx: &Context,
     approver: &mut Approver,
 ) -> Result<Output, String> {
-    let danger = sandbox::check_command(&args.command).err();
+    let danger = sandbox::check_command(&args.command, ctx.workspace).err();
     approver.check(Action::Command {
         command: &args.command,
         danger: danger.as_deref(),

@@ -40,8 +40,8 @@ pub fn file_middle(file: &mut File, max: usize) -> io::Result<Cut> {
     let len = file.seek(SeekFrom::End(0))?;
     file.seek(SeekFrom::Start(0))?;
     // A char is at most 4 bytes: a file this small cannot have more than `max` chars to keep.
-    let window = 4 * max as u64;
-    if len <= 2 * window {
+    let window = (max as u64).saturating_mul(4);
+    if len <= window.saturating_mul(2) {
         let mut bytes = Vec::with_capacity(len as usize);
         file.read_to_end(&mut bytes)?;
         return Ok(middle(&String::from_utf8_lossy(&bytes), max));
@@ -53,7 +53,7 @@ pub fn file_middle(file: &mut File, max: usize) -> io::Result<Cut> {
         .chars()
         .take(head_n)
         .collect();
-    let tail = read_at(file, len - window, window)?;
+    let tail = read_at(file, len.saturating_sub(window), window)?;
     let tail = String::from_utf8_lossy(&tail);
     let skip = tail.chars().count().saturating_sub(tail_n);
     let tail: String = tail.chars().skip(skip).collect();
@@ -137,5 +137,16 @@ mod tests {
         assert_eq!(out.text, "START\n\n[... 998 chars elided ...]\n\nééEND");
         assert_eq!(out.elided, 998);
         assert_eq!(out, middle(&format!("START{body}END"), 10));
+    }
+
+    #[test]
+    fn huge_limits_keep_everything_instead_of_wrapping() {
+        let path = std::env::temp_dir().join(format!("turn-truncate-big-{}", std::process::id()));
+        std::fs::write(&path, "all of it").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let out = file_middle(&mut file, 1 << 62).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!((out.text.as_str(), out.elided), ("all of it", 0));
+        assert_eq!(middle("abc", usize::MAX).text, "abc");
     }
 }
