@@ -6,12 +6,14 @@
 //! sessions) differ only in the reporter they pass.
 
 use crate::approve::Approver;
+use crate::context::{self, Keeper};
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::signal;
 use crate::tools::{self, Context};
 use crate::wire::client::{Client, Request};
 use crate::wire::message::{normalize, Message, ToolCall};
+use crate::wire::stream::Reply;
 use serde_json::value::{to_raw_value, RawValue};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -28,6 +30,8 @@ pub struct Agent<'a> {
     pub temperature: Option<f64>,
     /// Asks the user before tools act, as --approve says.
     pub approver: Approver,
+    /// The context window, and what keeps the history inside it.
+    pub context: Keeper,
 }
 
 impl Agent<'_> {
@@ -50,30 +54,56 @@ impl Agent<'_> {
                 return Err(Error::MaxSteps(self.max_steps));
             }
             steps += 1;
-            if normalize(history) {
-                wire.clear();
-            }
-            for message in &history[wire.len()..] {
-                wire.push(
-                    to_raw_value(message)
-                        .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))?,
-                );
-            }
-            let request = Request {
-                model: &self.model,
-                messages: &wire,
-                tools: &self.specs,
-                temperature: self.temperature,
-                stream: self.stream,
+            // A request the server refuses as too large (or silently cuts) is compacted and
+            // made again, a few times at most.
+            let reply = loop {
+                if normalize(history) {
+                    wire.clear();
+                }
+                encode(history, &mut wire)?;
+                let (client, model) = (self.client, self.model.as_str());
+                if self
+                    .context
+                    .prepare(client, model, history, &wire, reporter)?
+                {
+                    wire.clear();
+                    encode(history, &mut wire)?;
+                }
+                let request = Request {
+                    model: &self.model,
+                    messages: &wire,
+                    tools: Some(&self.specs),
+                    temperature: self.temperature,
+                    stream: self.stream,
+                    max_tokens: Some(self.context.sending(&wire)),
+                };
+                let result = self.client.complete(&request, &mut new_call_id, reporter);
+                if let Ok(Reply {
+                    usage: Some(usage), ..
+                }) = &result
+                {
+                    reporter.report(Event::Usage(*usage));
+                }
+                let result = result.and_then(|reply| {
+                    self.context.observe(client, model, reply.usage)?;
+                    Ok(reply)
+                });
+                match result {
+                    Err(Error::Overflow {
+                        window,
+                        prompt,
+                        message,
+                    }) => self
+                        .context
+                        .overflowed(window, prompt, &message, reporter)?,
+                    other => break other?,
+                }
             };
-            let reply = self.client.complete(&request, &mut new_call_id, reporter)?;
-            if let Some(usage) = reply.usage {
-                reporter.report(Event::Usage(usage));
-            }
-            if reply.finish_reason.as_deref() == Some("length") {
-                reporter.report(Event::Notice(
-                    "the reply was cut off at the model's token limit",
-                ));
+            // A reply cut short (its budget ran out, or it looped) is not acted on in full:
+            // its last call may be cut in the middle, so it is answered, not run.
+            let cut = context::cut(&reply);
+            if let Some(why) = cut {
+                reporter.report(Event::Notice(why));
             }
             // The history keeps arguments that parse, so strict servers accept it; the tool
             // run below still sees what the model sent and can say what was wrong with it.
@@ -94,6 +124,11 @@ impl Agent<'_> {
                 reporter,
             );
             if reply.calls.is_empty() {
+                if let Some(why) = cut {
+                    let note = Message::user(context::cut_note(why, false));
+                    push(history, note, reporter);
+                    continue;
+                }
                 if reply.content.is_none() {
                     reporter.report(Event::Notice("the model answered with nothing"));
                 }
@@ -101,7 +136,7 @@ impl Agent<'_> {
             }
             // After Ctrl-C the remaining calls are answered without running, so the history
             // still says what happened and what did not.
-            for call in &reply.calls {
+            for (i, call) in reply.calls.iter().enumerate() {
                 let (id, name, arguments) = (
                     call.id.as_str(),
                     call.function.name.as_str(),
@@ -112,11 +147,18 @@ impl Agent<'_> {
                     name,
                     arguments,
                 });
-                let output = if signal::interrupted() {
-                    tools::Output::error("not run: the user interrupted the turn")
-                } else {
-                    tools::run(name, arguments, &self.tools, &mut self.approver)
+                let mut output = match cut {
+                    _ if signal::interrupted() => {
+                        tools::Output::error("not run: the user interrupted the turn")
+                    }
+                    Some(why) if i + 1 == reply.calls.len() => tools::Output {
+                        ok: false,
+                        text: context::cut_note(why, true),
+                        elided: 0,
+                    },
+                    _ => tools::run(name, arguments, &self.tools, &mut self.approver),
                 };
+                output.elided += self.context.fit_result(&mut output.text);
                 push(history, Message::tool(id, output.text.as_str()), reporter);
                 reporter.report(Event::ToolResult {
                     id,
@@ -133,6 +175,29 @@ impl Agent<'_> {
         };
         Ok(text)
     }
+
+    /// Summarizes the history now, to make room (the REPL's /compact).
+    #[allow(dead_code)] // for the REPL's /compact, wired with the REPL's rewrite
+    pub fn compact(
+        &mut self,
+        history: &mut Vec<Message>,
+        reporter: &mut dyn Reporter,
+    ) -> Result<()> {
+        normalize(history);
+        let (client, model) = (self.client, self.model.as_str());
+        self.context.compact(client, model, history, reporter)
+    }
+}
+
+/// Serializes the messages of `history` that `wire` does not hold yet.
+fn encode(history: &[Message], wire: &mut Vec<Box<RawValue>>) -> Result<()> {
+    for message in &history[wire.len()..] {
+        wire.push(
+            to_raw_value(message)
+                .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))?,
+        );
+    }
+    Ok(())
 }
 
 fn push(history: &mut Vec<Message>, message: Message, reporter: &mut dyn Reporter) {

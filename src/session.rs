@@ -4,14 +4,36 @@
 //!
 //! Runs record to `.turn/sessions/` in the workspace unless told otherwise; `-c` picks the
 //! newest file there. The system prompt is not stored: a resumed run uses the current one.
+//!
+//! When the history is compacted to fit the context window, a `{"compacted": {...}}` line
+//! holds the whole new history (`history`, without the system prompt) with what was done
+//! (`stage`, `before`, `after`, `window`). The file stays append-only and keeps every message
+//! ever sent; loading starts over from each such line, so a resumed run gets the compacted
+//! state.
 
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::wire::message::{Message, Role};
+use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+/// A compaction line: the history from here on.
+#[derive(Serialize, Deserialize)]
+struct Compacted {
+    stage: String,
+    before: u64,
+    after: u64,
+    window: Option<u64>,
+    history: Vec<Message>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CompactedLine {
+    compacted: Compacted,
+}
 
 /// The messages in a session file (none if it does not exist yet).
 pub fn load(path: &Path) -> Result<Vec<Message>> {
@@ -36,6 +58,19 @@ pub fn load(path: &Path) -> Result<Vec<Message>> {
         match serde_json::from_str::<Message>(line) {
             Ok(message) if message.role != Role::System => messages.push(message),
             Ok(_) => {}
+            Err(_) if line.trim_start().starts_with("{\"compacted\"") => {
+                match serde_json::from_str::<CompactedLine>(line) {
+                    Ok(record) => messages = record.compacted.history,
+                    Err(_) if i + 1 == lines.len() && !line.ends_with('\n') => {}
+                    Err(e) => {
+                        let detail = format!("line {}: {e}", i + 1);
+                        return Err(Error::Session {
+                            path: path.into(),
+                            detail,
+                        });
+                    }
+                }
+            }
             // A last line without its newline is a write the kill cut short: nothing to resume.
             Err(_) if i + 1 == lines.len() && !line.ends_with('\n') => {}
             Err(e) => {
@@ -144,9 +179,9 @@ impl<'a> Recorder<'a> {
         self.path.as_deref().filter(|_| self.file.is_some())
     }
 
-    fn append(&mut self, message: &Message) {
+    fn append(&mut self, record: &impl Serialize) {
         let Some(file) = &mut self.file else { return };
-        let mut line = serde_json::to_string(message).unwrap_or_default();
+        let mut line = serde_json::to_string(record).unwrap_or_default();
         line.push('\n');
         if let Err(e) = file.write_all(line.as_bytes()) {
             self.file = None;
@@ -195,10 +230,27 @@ fn open(path: &Path) -> std::io::Result<File> {
 
 impl Reporter for Recorder<'_> {
     fn report(&mut self, event: Event<'_>) {
-        if let Event::Message(message) = &event {
-            if message.role != Role::System {
-                self.append(message);
+        match &event {
+            Event::Message(message) if message.role != Role::System => self.append(message),
+            Event::Compacted {
+                stage,
+                before,
+                after,
+                window,
+                history,
+            } => {
+                let history = history.iter().filter(|m| m.role != Role::System);
+                self.append(&CompactedLine {
+                    compacted: Compacted {
+                        stage: stage.to_string(),
+                        before: *before,
+                        after: *after,
+                        window: *window,
+                        history: history.cloned().collect(),
+                    },
+                })
             }
+            _ => {}
         }
         self.inner.report(event);
     }
@@ -268,6 +320,50 @@ mod tests {
             err.contains("line 2"),
             "the torn line now has a newline and is reported: {err}"
         );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_compaction_line_starts_the_history_over() {
+        let dir = temp("compacted");
+        let path = dir.join("s.jsonl");
+        let mut nothing = Nothing;
+        let mut recorder = Recorder::new(&mut nothing, Some(path.clone()));
+        for message in [
+            Message::user("task"),
+            Message::assistant(Some("a".into()), vec![]),
+        ] {
+            recorder.report(Event::Message(&message));
+        }
+        let compacted = [
+            Message::system("sys"),
+            Message::user("task"),
+            Message::user("[turn] summary"),
+        ];
+        recorder.report(Event::Compacted {
+            stage: "summary",
+            before: 900,
+            after: 300,
+            window: Some(1000),
+            history: &compacted,
+        });
+        recorder.report(Event::Message(&Message::user("more")));
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 4, "append-only: every message stays");
+        assert!(text.lines().nth(2).unwrap().starts_with(
+            r#"{"compacted":{"stage":"summary","before":900,"after":300,"window":1000,"history":[{"role":"user""#
+        ));
+        assert_eq!(
+            load(&path).unwrap(),
+            [
+                Message::user("task"),
+                Message::user("[turn] summary"),
+                Message::user("more")
+            ]
+        );
+        fs::write(&path, format!("{text}{{\"compacted\": 7}}\n")).unwrap();
+        let err = load(&path).unwrap_err().to_string();
+        assert!(err.contains("line 5"), "{err}");
         fs::remove_dir_all(dir).unwrap();
     }
 
