@@ -42,6 +42,9 @@ const MAX_OVERFLOWS: u32 = 3;
 /// A prompt count below this is not taken for a window (an old Ollama counted only the tokens
 /// its cache did not hold).
 const LEAST_WINDOW: u64 = 1024;
+/// A request this many bytes larger than the last must count more tokens (a sixteenth of them
+/// at the very least), or the server cut it.
+const STALL_BYTES: usize = 2048;
 
 const SUMMARY_SYSTEM: &str = "You write handoff notes for a coding agent whose conversation \
     must be shortened to fit its context window. You see a record of the work; you write the \
@@ -362,12 +365,14 @@ impl Keeper {
             return Ok(());
         };
         let least = (self.sent / 4) as u64; // the fewest tokens the request can have had
-        let shrank = self
-            .last
-            .is_some_and(|(tokens, bytes)| prompt_tokens + 32 < tokens && self.sent > bytes);
+                                            // Or the request grew by kilobytes and the count barely moved: a cut at the same size.
+        let stalled = self.last.is_some_and(|(tokens, bytes)| {
+            let grown = self.sent.saturating_sub(bytes);
+            grown >= STALL_BYTES && prompt_tokens < tokens + (grown / 16) as u64
+        });
         let cut = self.window.is_none()
             && prompt_tokens >= LEAST_WINDOW
-            && (prompt_tokens * 2 < least || shrank);
+            && (prompt_tokens * 2 < least || stalled);
         if cut {
             return Err(Error::Overflow {
                 window: Some(prompt_tokens),

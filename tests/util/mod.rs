@@ -149,7 +149,7 @@ fn json_reply(status: u16, body: &Value) -> Reply {
     }
 }
 
-fn read_request(stream: &TcpStream) -> Option<Received> {
+pub fn read_request(stream: &TcpStream) -> Option<Received> {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .ok()?;
@@ -187,14 +187,18 @@ fn read_request(stream: &TcpStream) -> Option<Received> {
 }
 
 /// Strict-server checks on a chat request, as OpenAI applies them.
-fn check(body: &Value) -> Result<(), String> {
+pub fn check(body: &Value) -> Result<(), String> {
     let messages = body["messages"]
         .as_array()
         .ok_or("messages must be an array")?;
     if body["model"].as_str().unwrap_or_default().is_empty() {
         return Err("model is required".into());
     }
-    for tool in body["tools"].as_array().ok_or("tools must be an array")? {
+    let tools = match body.get("tools") {
+        None => &[][..],
+        Some(tools) => tools.as_array().ok_or("tools must be an array")?,
+    };
+    for tool in tools {
         if tool["type"] != "function" || tool["function"]["name"].as_str().is_none() {
             return Err(format!("invalid tool spec: {tool}"));
         }
