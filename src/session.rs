@@ -60,7 +60,10 @@ pub fn load(path: &Path) -> Result<Vec<Message>> {
             Ok(_) => {}
             Err(_) if line.trim_start().starts_with("{\"compacted\"") => {
                 match serde_json::from_str::<CompactedLine>(line) {
-                    Ok(record) => messages = record.compacted.history,
+                    Ok(record) => {
+                        messages = record.compacted.history;
+                        messages.retain(|m| m.role != Role::System);
+                    }
                     Err(_) if i + 1 == lines.len() && !line.ends_with('\n') => {}
                     Err(e) => {
                         let detail = format!("line {}: {e}", i + 1);

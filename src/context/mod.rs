@@ -81,7 +81,7 @@ pub struct Keeper {
 impl Keeper {
     pub fn new(window: Option<u64>, source: &str, kind: Kind, max_tokens: Option<u64>) -> Keeper {
         Keeper {
-            window,
+            window: window.map(|w| w.min(window::MOST)),
             source: source.to_string(),
             kind,
             max_tokens,
@@ -368,11 +368,11 @@ impl Keeper {
                                             // Or the request grew by kilobytes and the count barely moved: a cut at the same size.
         let stalled = self.last.is_some_and(|(tokens, bytes)| {
             let grown = self.sent.saturating_sub(bytes);
-            grown >= STALL_BYTES && prompt_tokens < tokens + (grown / 16) as u64
+            grown >= STALL_BYTES && prompt_tokens < tokens.saturating_add((grown / 16) as u64)
         });
         let cut = self.window.is_none()
-            && prompt_tokens >= LEAST_WINDOW
-            && (prompt_tokens * 2 < least || stalled);
+            && (LEAST_WINDOW..=window::MOST).contains(&prompt_tokens)
+            && (prompt_tokens.saturating_mul(2) < least || stalled);
         if cut {
             return Err(Error::Overflow {
                 window: Some(prompt_tokens),
@@ -401,7 +401,7 @@ impl Keeper {
     ) -> Result<()> {
         self.overflows += 1;
         let estimate = self.rate.tokens(self.sent);
-        if let Some(prompt) = prompt {
+        if let Some(prompt) = prompt.filter(|&p| p <= window::MOST) {
             self.rate.learn(prompt, self.sent);
         }
         let said = window;

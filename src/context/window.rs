@@ -53,14 +53,17 @@ pub fn root(base_url: &str) -> &str {
     base.strip_suffix("/v1").unwrap_or(base)
 }
 
-/// A positive whole number, whether sent as a number or as text.
+/// The largest window believed: a server that says more is not taken at its word.
+pub const MOST: u64 = 1 << 30;
+
+/// A positive whole number of tokens, whether sent as a number or as text, at most `MOST`.
 fn tokens(value: Option<&Value>) -> Option<u64> {
     let n = match value? {
         Value::Number(n) => n.as_u64(),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     };
-    n.filter(|&n| n > 0)
+    n.filter(|&n| n > 0).map(|n| n.min(MOST))
 }
 
 /// The entry in a model list that is `model`: by id or name, also with Ollama's `:latest`
@@ -231,7 +234,11 @@ fn number_after(text: &str, phrase: &str) -> Option<u64> {
         .take_while(|c| c.is_ascii_digit() || *c == ',')
         .filter(char::is_ascii_digit)
         .collect();
-    digits.parse().ok().filter(|&n| n > 0)
+    digits
+        .parse()
+        .ok()
+        .filter(|&n| n > 0)
+        .map(|n: u64| n.min(MOST))
 }
 
 #[cfg(test)]
@@ -358,6 +365,11 @@ mod tests {
         assert_eq!(overflow(lm, None).unwrap().window, Some(4096));
         // Not overflows.
         assert_eq!(overflow("model 'x' not found", None), None);
+        // Absurd numbers are capped, not trusted to do arithmetic with.
+        let huge = "This model's maximum context length is 99999999999999999999 tokens.";
+        assert_eq!(overflow(huge, None).unwrap().window, None, "not a u64");
+        let big = json!({"default_generation_settings": {"n_ctx": u64::MAX}});
+        assert_eq!(from_props(&big), Some(MOST));
         assert_eq!(
             overflow("Rate limit reached for tokens per min", None),
             None
