@@ -54,51 +54,7 @@ impl Agent<'_> {
                 return Err(Error::MaxSteps(self.max_steps));
             }
             steps += 1;
-            // A request the server refuses as too large (or silently cuts) is compacted and
-            // made again, a few times at most.
-            let reply = loop {
-                if normalize(history) {
-                    wire.clear();
-                }
-                encode(history, &mut wire)?;
-                let (client, model) = (self.client, self.model.as_str());
-                if self
-                    .context
-                    .prepare(client, model, history, &wire, reporter)?
-                {
-                    wire.clear();
-                    encode(history, &mut wire)?;
-                }
-                let request = Request {
-                    model: &self.model,
-                    messages: &wire,
-                    tools: Some(&self.specs),
-                    temperature: self.temperature,
-                    stream: self.stream,
-                    max_tokens: Some(self.context.sending(&wire)),
-                };
-                let result = self.client.complete(&request, &mut new_call_id, reporter);
-                if let Ok(Reply {
-                    usage: Some(usage), ..
-                }) = &result
-                {
-                    reporter.report(Event::Usage(*usage));
-                }
-                let result = result.and_then(|reply| {
-                    self.context.observe(client, model, reply.usage)?;
-                    Ok(reply)
-                });
-                match result {
-                    Err(Error::Overflow {
-                        window,
-                        prompt,
-                        message,
-                    }) => self
-                        .context
-                        .overflowed(window, prompt, &message, reporter)?,
-                    other => break other?,
-                }
-            };
+            let reply = self.ask(history, &mut wire, reporter)?;
             // A reply cut short (its budget ran out, or it looped) is not acted on in full:
             // its last call may be cut in the middle, so it is answered, not run.
             let cut = context::cut(&reply);
@@ -174,6 +130,58 @@ impl Agent<'_> {
             }
         };
         Ok(text)
+    }
+
+    /// One model request for `history` (serialized in `wire`, kept in step): normalized and
+    /// fitted to the context window first. A request the server refuses as too large (or
+    /// silently cuts) is compacted and made again, a few times at most.
+    fn ask(
+        &mut self,
+        history: &mut Vec<Message>,
+        wire: &mut Vec<Box<RawValue>>,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Reply> {
+        let (client, model) = (self.client, self.model.as_str());
+        loop {
+            if normalize(history) {
+                wire.clear();
+            }
+            encode(history, wire)?;
+            if self
+                .context
+                .prepare(client, model, history, wire, reporter)?
+            {
+                wire.clear();
+                encode(history, wire)?;
+            }
+            let request = Request {
+                model,
+                messages: wire,
+                tools: Some(&self.specs),
+                temperature: self.temperature,
+                stream: self.stream,
+                max_tokens: Some(self.context.sending(wire)),
+            };
+            let result = client
+                .complete(&request, &mut new_call_id, reporter)
+                .and_then(|reply| {
+                    if let Some(usage) = reply.usage {
+                        reporter.report(Event::Usage(usage));
+                    }
+                    self.context.observe(client, model, reply.usage)?;
+                    Ok(reply)
+                });
+            match result {
+                Err(Error::Overflow {
+                    window,
+                    prompt,
+                    message,
+                }) => self
+                    .context
+                    .overflowed(window, prompt, &message, reporter)?,
+                other => return other,
+            }
+        }
     }
 
     /// Summarizes the history now, to make room (the REPL's /compact).
