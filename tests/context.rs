@@ -421,7 +421,12 @@ fn with_the_window_given_nothing_is_sent_over_it() {
         let server = Server::start(Config::new(4096, long_task(14)));
         let mut args = flags.to_vec();
         args.push(TASK);
-        turn_at(&ws, &server, &args).expect(0);
+        let run = turn_at(&ws, &server, &args).expect(0);
+        assert_has(
+            &run.stderr,
+            "turn: context: old tool results elided, about ",
+        );
+        assert_eq!(run.stdout.lines().last(), Some("all done"));
         let seen = server.seen();
         assert!(seen.iter().all(|s| !s.refused), "{flags:?}");
         all_fit(&seen, 4096);

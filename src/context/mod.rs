@@ -585,6 +585,113 @@ mod tests {
         assert_eq!(cut(&Reply::default()), None);
     }
 
+    struct Nothing;
+    impl Reporter for Nothing {
+        fn report(&mut self, _: Event<'_>) {}
+    }
+
+    fn usage(prompt_tokens: u64) -> Option<Usage> {
+        Some(Usage {
+            prompt_tokens,
+            completion_tokens: 1,
+        })
+    }
+
+    /// A client that is never asked anything (nothing to probe for an unknown kind).
+    fn client() -> Client {
+        Client::new("http://127.0.0.1:9/v1", None, 1)
+    }
+
+    #[test]
+    fn usage_teaches_the_rate_and_a_silent_cut_is_an_overflow() {
+        let client = client();
+        let mut keeper = Keeper::new(None, "x", Kind::Unknown, None);
+        keeper.sent = 40_000;
+        keeper.observe(&client, "m", usage(10_000)).unwrap();
+        assert_eq!(
+            keeper.rate.tokens(4000),
+            1000,
+            "4 bytes a token, as counted"
+        );
+        // The request grew by 10 KB and the count did not move: the server cut it.
+        keeper.sent = 50_000;
+        match keeper.observe(&client, "m", usage(10_000)) {
+            Err(Error::Overflow {
+                window: Some(10_000),
+                message,
+                ..
+            }) => assert!(message.contains("OLLAMA_CONTEXT_LENGTH"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        // Far fewer tokens than bytes allow: a cut too.
+        let mut keeper = Keeper::new(None, "x", Kind::Unknown, None);
+        keeper.sent = 80_000;
+        assert!(keeper.observe(&client, "m", usage(4096)).is_err());
+        // Small counts are not taken for windows (an old Ollama counted cache misses only).
+        keeper.sent = 80_000;
+        keeper.observe(&client, "m", usage(300)).unwrap();
+        // With the window known, turn's own planning keeps requests inside it.
+        let mut keeper = Keeper::new(Some(8192), "x", Kind::Unknown, None);
+        keeper.sent = 80_000;
+        keeper.observe(&client, "m", usage(4096)).unwrap();
+    }
+
+    #[test]
+    fn overflows_teach_the_window_and_give_up_after_three() {
+        let mut nothing = Nothing;
+        let mut keeper = Keeper::new(None, "x", Kind::Unknown, None);
+        keeper.sent = 30_000; // 10_000 tokens at 3 bytes a token
+        keeper
+            .overflowed(Some(4096), Some(9000), "too long", &mut nothing)
+            .unwrap();
+        assert_eq!(keeper.window(), Some(4096));
+        assert_eq!(keeper.rate.tokens(30_000), 9000, "the count came with it");
+        assert_eq!(keeper.guessed_from, None);
+        // No window named: three quarters of what was sent, and the server's words kept.
+        let mut keeper = Keeper::new(None, "x", Kind::Unknown, None);
+        keeper.sent = 30_000;
+        keeper
+            .overflowed(None, None, "too long", &mut nothing)
+            .unwrap();
+        assert_eq!(keeper.window(), Some(7500));
+        assert_eq!(keeper.guessed_from.as_deref(), Some("too long"));
+        assert!(keeper.too_small(9000).to_string().contains("(too long)"));
+        // A window the count says was kept: the count must be too low.
+        let mut keeper = Keeper::new(Some(4096), "x", Kind::Unknown, None);
+        keeper.sent = 3000;
+        keeper
+            .overflowed(Some(4096), None, "no", &mut nothing)
+            .unwrap();
+        assert_eq!(keeper.rate.tokens(3000), 1250, "25% more tokens a byte");
+        keeper
+            .overflowed(Some(4096), None, "no", &mut nothing)
+            .unwrap();
+        keeper
+            .overflowed(Some(4096), None, "no", &mut nothing)
+            .unwrap();
+        let error = keeper
+            .overflowed(Some(4096), None, "no", &mut nothing)
+            .unwrap_err();
+        assert!(error
+            .to_string()
+            .contains("context window of 4096 tokens after 3"));
+    }
+
+    #[test]
+    fn status_says_the_window_and_the_fill() {
+        let history = [Message::system("s"), Message::user("u")];
+        let keeper = Keeper::new(Some(4096), "llama-server /props", Kind::LlamaServer, None);
+        let status = keeper.status(&history);
+        assert!(status.starts_with("context: about "), "{status}");
+        assert!(status.contains("of 4096 tokens") && status.contains("llama-server /props"));
+        assert!(status.contains("replies up to 1024 tokens"));
+        let unknown = Keeper::new(None, "x", Kind::Unknown, None).status(&history);
+        assert!(
+            unknown.contains("window unknown (set it with --context)"),
+            "{unknown}"
+        );
+    }
+
     #[test]
     fn an_oversized_result_is_cut_to_its_share() {
         let mut keeper = Keeper::new(Some(4096), "x", Kind::Unknown, None);
