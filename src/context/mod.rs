@@ -362,6 +362,7 @@ impl Keeper {
             self.window = window::ask(client, self.kind, &root, model)?;
         }
         let Some(Usage { prompt_tokens, .. }) = usage.filter(|u| u.prompt_tokens > 0) else {
+            self.overflows = 0;
             return Ok(());
         };
         let least = (self.sent / 4) as u64; // the fewest tokens the request can have had
@@ -634,6 +635,12 @@ mod tests {
         let mut keeper = Keeper::new(Some(8192), "x", Kind::Unknown, None);
         keeper.sent = 80_000;
         keeper.observe(&client, "m", usage(4096)).unwrap();
+        // A reply, even one without usage, ends a run of overflows.
+        let mut nothing = Nothing;
+        for _ in 0..10 {
+            keeper.overflowed(Some(8192), None, "no", &mut nothing).unwrap();
+            keeper.observe(&client, "m", None).unwrap();
+        }
     }
 
     #[test]
