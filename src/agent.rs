@@ -114,7 +114,7 @@ impl Agent<'_> {
                     },
                     _ => tools::run(name, arguments, &self.tools, &mut self.approver),
                 };
-                output.elided += self.context.fit_result(&mut output.text);
+                output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
                 push(history, Message::tool(id, output.text.as_str()), reporter);
                 reporter.report(Event::ToolResult {
                     id,

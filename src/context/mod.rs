@@ -429,14 +429,15 @@ impl Keeper {
         Ok(())
     }
 
-    /// Cuts a tool result larger than its share of the window (half the room the system
-    /// prompt, tools and user's messages leave) to fit, head and tail, whatever --max-output
-    /// said. Returns how many chars were cut.
-    pub fn fit_result(&self, text: &mut String) -> usize {
+    /// Cuts a tool result larger than its share of the window to fit, head and tail, whatever
+    /// --max-output said: the results of one reply's `calls` share half the room the system
+    /// prompt, tools and user's messages leave. Returns how many chars were cut.
+    pub fn fit_result(&self, text: &mut String, calls: usize) -> usize {
         let Some(budget) = self.budget() else {
             return 0;
         };
-        let share = self.rate.bytes(budget.high.saturating_sub(self.floor) / 2);
+        let room = budget.high.saturating_sub(self.floor) / 2;
+        let share = self.rate.bytes(room / calls.max(1) as u64);
         let json_len = |t: &str| serde_json::to_string(t).map_or(t.len(), |j| j.len());
         if json_len(text) <= share {
             return 0;
@@ -638,7 +639,9 @@ mod tests {
         // A reply, even one without usage, ends a run of overflows.
         let mut nothing = Nothing;
         for _ in 0..10 {
-            keeper.overflowed(Some(8192), None, "no", &mut nothing).unwrap();
+            keeper
+                .overflowed(Some(8192), None, "no", &mut nothing)
+                .unwrap();
             keeper.observe(&client, "m", None).unwrap();
         }
     }
@@ -704,13 +707,19 @@ mod tests {
         let mut keeper = Keeper::new(Some(4096), "x", Kind::Unknown, None);
         keeper.floor = 800;
         let mut text = "line of output\n".repeat(2000);
-        let cut = keeper.fit_result(&mut text);
+        let mut second = text.clone();
+        let cut = keeper.fit_result(&mut text, 1);
         assert!(cut > 0);
         let share = keeper.rate.bytes((3072 * 95 / 100 - 800) / 2);
         assert!(serde_json::to_string(&text).unwrap().len() <= share);
+        keeper.fit_result(&mut second, 2);
+        assert!(
+            serde_json::to_string(&second).unwrap().len() <= share / 2,
+            "two share it"
+        );
         assert!(text.contains("chars elided"), "cut like --max-output cuts");
         let mut small = "ok".to_string();
-        assert_eq!(keeper.fit_result(&mut small), 0);
+        assert_eq!(keeper.fit_result(&mut small, 1), 0);
         assert_eq!(small, "ok");
     }
 }
