@@ -6,6 +6,7 @@
 //! sessions) differ only in the reporter they pass.
 
 use crate::approve::Approver;
+use crate::context::{self, Keeper};
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::schema;
@@ -13,6 +14,7 @@ use crate::signal;
 use crate::tools::{self, Context};
 use crate::wire::client::{Client, Request};
 use crate::wire::message::{normalize, Message, ToolCall};
+use crate::wire::stream::Reply;
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::{json, Value};
 use std::collections::hash_map::RandomState;
@@ -30,6 +32,8 @@ pub struct Agent<'a> {
     pub temperature: Option<f64>,
     /// Asks the user before tools act, as --approve says.
     pub approver: Approver,
+    /// The context window, and what keeps the history inside it.
+    pub context: Keeper,
 }
 
 impl Agent<'_> {
@@ -52,31 +56,12 @@ impl Agent<'_> {
                 return Err(Error::MaxSteps(self.max_steps));
             }
             steps += 1;
-            if normalize(history) {
-                wire.clear();
-            }
-            for message in &history[wire.len()..] {
-                wire.push(
-                    to_raw_value(message)
-                        .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))?,
-                );
-            }
-            let request = Request {
-                model: &self.model,
-                messages: &wire,
-                tools: Some(&self.specs),
-                temperature: self.temperature,
-                stream: self.stream,
-                response_format: None,
-            };
-            let reply = self.client.complete(&request, &mut new_call_id, reporter)?;
-            if let Some(usage) = reply.usage {
-                reporter.report(Event::Usage(usage));
-            }
-            if reply.finish_reason.as_deref() == Some("length") {
-                reporter.report(Event::Notice(
-                    "the reply was cut off at the model's token limit",
-                ));
+            let reply = self.ask(history, &mut wire, reporter, true, None)?;
+            // A reply cut short (its budget ran out, or it looped) is not acted on in full:
+            // its last call may be cut in the middle, so it is answered, not run.
+            let cut = context::cut(&reply);
+            if let Some(why) = cut {
+                reporter.report(Event::Notice(why));
             }
             // The history keeps arguments that parse, so strict servers accept it; the tool
             // run below still sees what the model sent and can say what was wrong with it.
@@ -97,6 +82,11 @@ impl Agent<'_> {
                 reporter,
             );
             if reply.calls.is_empty() {
+                if let Some(why) = cut {
+                    let note = Message::user(context::cut_note(why, false));
+                    push(history, note, reporter);
+                    continue;
+                }
                 if reply.content.is_none() {
                     reporter.report(Event::Notice("the model answered with nothing"));
                 }
@@ -104,7 +94,7 @@ impl Agent<'_> {
             }
             // After Ctrl-C the remaining calls are answered without running, so the history
             // still says what happened and what did not.
-            for call in &reply.calls {
+            for (i, call) in reply.calls.iter().enumerate() {
                 let (id, name, arguments) = (
                     call.id.as_str(),
                     call.function.name.as_str(),
@@ -115,11 +105,18 @@ impl Agent<'_> {
                     name,
                     arguments,
                 });
-                let output = if signal::interrupted() {
-                    tools::Output::error("not run: the user interrupted the turn")
-                } else {
-                    tools::run(name, arguments, &self.tools, &mut self.approver)
+                let mut output = match cut {
+                    _ if signal::interrupted() => {
+                        tools::Output::error("not run: the user interrupted the turn")
+                    }
+                    Some(why) if i + 1 == reply.calls.len() => tools::Output {
+                        ok: false,
+                        text: context::cut_note(why, true),
+                        elided: 0,
+                    },
+                    _ => tools::run(name, arguments, &self.tools, &mut self.approver),
                 };
+                output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
                 push(history, Message::tool(id, output.text.as_str()), reporter);
                 reporter.report(Event::ToolResult {
                     id,
@@ -136,6 +133,84 @@ impl Agent<'_> {
         };
         Ok(text)
     }
+
+    /// One model request for `history` (serialized in `wire`, kept in step): normalized and
+    /// fitted to the context window first. A request the server refuses as too large (or
+    /// silently cuts) is compacted and made again, a few times at most.
+    fn ask(
+        &mut self,
+        history: &mut Vec<Message>,
+        wire: &mut Vec<Box<RawValue>>,
+        reporter: &mut dyn Reporter,
+        with_tools: bool,
+        response_format: Option<&Value>,
+    ) -> Result<Reply> {
+        let (client, model) = (self.client, self.model.as_str());
+        loop {
+            if normalize(history) {
+                wire.clear();
+            }
+            encode(history, wire)?;
+            if self
+                .context
+                .prepare(client, model, history, wire, reporter)?
+            {
+                wire.clear();
+                encode(history, wire)?;
+            }
+            let request = Request {
+                model,
+                messages: wire,
+                tools: with_tools.then_some(&*self.specs),
+                temperature: self.temperature,
+                stream: self.stream,
+                max_tokens: Some(self.context.sending(wire)),
+                response_format,
+            };
+            let result = client
+                .complete(&request, &mut new_call_id, reporter)
+                .and_then(|reply| {
+                    if let Some(usage) = reply.usage {
+                        reporter.report(Event::Usage(usage));
+                    }
+                    self.context.observe(client, model, reply.usage)?;
+                    Ok(reply)
+                });
+            match result {
+                Err(Error::Overflow {
+                    window,
+                    prompt,
+                    message,
+                }) => self
+                    .context
+                    .overflowed(window, prompt, &message, reporter)?,
+                other => return other,
+            }
+        }
+    }
+
+    /// Summarizes the history now, to make room (the REPL's /compact).
+    #[allow(dead_code)] // for the REPL's /compact, wired with the REPL's rewrite
+    pub fn compact(
+        &mut self,
+        history: &mut Vec<Message>,
+        reporter: &mut dyn Reporter,
+    ) -> Result<()> {
+        normalize(history);
+        let (client, model) = (self.client, self.model.as_str());
+        self.context.compact(client, model, history, reporter)
+    }
+}
+
+/// Serializes the messages of `history` that `wire` does not hold yet.
+fn encode(history: &[Message], wire: &mut Vec<Box<RawValue>>) -> Result<()> {
+    for message in &history[wire.len()..] {
+        wire.push(
+            to_raw_value(message)
+                .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))?,
+        );
+    }
+    Ok(())
 }
 
 impl Agent<'_> {
@@ -162,21 +237,9 @@ impl Agent<'_> {
         let mut use_format = true;
         let mut reasked = false;
         loop {
-            normalize(history);
-            let wire = history
-                .iter()
-                .map(to_raw_value)
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))?;
-            let request = Request {
-                model: &self.model,
-                messages: &wire,
-                tools: None,
-                temperature: self.temperature,
-                stream: self.stream,
-                response_format: use_format.then_some(&format),
-            };
-            let reply = match self.client.complete(&request, &mut new_call_id, reporter) {
+            let mut wire = Vec::new();
+            let format = use_format.then_some(&format);
+            let reply = match self.ask(history, &mut wire, reporter, false, format) {
                 Ok(reply) => reply,
                 Err(Error::Api {
                     status: Some(400 | 404 | 415 | 422 | 501),
@@ -192,9 +255,6 @@ impl Agent<'_> {
                 }
                 Err(error) => return Err(error),
             };
-            if let Some(usage) = reply.usage {
-                reporter.report(Event::Usage(usage));
-            }
             let text = reply.content.unwrap_or_default();
             push(
                 history,

@@ -39,6 +39,11 @@ Options:
       --system FILE        replace the built-in system prompt with FILE's text
       --no-stream          ask for whole responses instead of streamed tokens
       --temperature T      sampling temperature, 0 to 2 [default: the server's]
+      --context TOKENS     the model's context window [env TURN_CONTEXT; default: asked of
+                           the server (llama-server, vLLM, Ollama, LM Studio), else unknown];
+                           turn compacts the history to stay inside it
+      --max-tokens N       reply budget sent as max_tokens [default: a quarter of the window,
+                           at most 8192; 4096 when the window is unknown]
   -q, --quiet              print only the model's text: no tool lines, reasoning or notices
       --sandbox MODE       what bash and the file tools may change [env TURN_SANDBOX]:
                            workspace-write (default): writes only in the workspace, the temp
@@ -120,6 +125,10 @@ pub struct Args {
     pub system: Option<PathBuf>,
     pub stream: bool,
     pub temperature: Option<f64>,
+    /// --context / TURN_CONTEXT: the window in tokens; `None` asks the server.
+    pub context: Option<u64>,
+    /// --max-tokens: the reply budget; `None` derives it from the window.
+    pub max_tokens: Option<u64>,
     pub quiet: bool,
     pub json: bool,
     pub session: Session,
@@ -158,6 +167,7 @@ pub fn parse(
     let (mut stream, mut quiet, mut stdin) = (true, false, false);
     let (mut json, mut interactive, mut session) = (false, false, Session::Fresh);
     let mut sandbox = None;
+    let (mut context, mut max_tokens) = (None, None);
     let (mut writable, mut no_network, mut require_landlock, mut approve) =
         (Vec::new(), false, false, None);
     let (mut output_last_message, mut output_schema) = (None, None);
@@ -202,6 +212,10 @@ pub fn parse(
                         )))
                     }
                 }
+            }
+            Long("context") => context = Some(positive(parser.value()?, "--context", MAX_TOKENS)?),
+            Long("max-tokens") => {
+                max_tokens = Some(positive(parser.value()?, "--max-tokens", MAX_TOKENS)?)
             }
             Short('q') | Long("quiet") => quiet = true,
             Long("json") => json = true,
@@ -250,6 +264,11 @@ pub fn parse(
         (None, None) => Mode::WorkspaceWrite,
         (None, Some(value)) => Mode::parse(value.trim())
             .ok_or_else(|| Error::Usage(format!("TURN_SANDBOX: {}", bad_mode(&value))))?,
+    };
+    let context = match (context, env("TURN_CONTEXT")) {
+        (Some(tokens), _) => Some(tokens),
+        (None, None) => None,
+        (None, Some(value)) => Some(positive(value.trim().into(), "TURN_CONTEXT", MAX_TOKENS)?),
     };
     let prompt = match (stdin, words.is_empty()) {
         (true, true) => Prompt::Stdin,
@@ -302,6 +321,8 @@ pub fn parse(
         system,
         stream,
         temperature,
+        context,
+        max_tokens,
         quiet,
         json,
         session,
@@ -334,6 +355,8 @@ fn text(value: OsString, flag: &str) -> Result<String> {
 const MAX_STEPS: u32 = 1_000_000;
 /// The most --timeout and --request-timeout allow (over 11 days).
 const MAX_SECS: u64 = 1_000_000;
+/// The most --context and --max-tokens allow: more than any model's window.
+const MAX_TOKENS: u64 = 1 << 30;
 /// The most --max-output allows: more than any model's context holds.
 const MAX_OUTPUT: usize = 100_000_000;
 
@@ -563,6 +586,30 @@ mod tests {
             Mode::ReadOnly,
             "the flag wins over the environment"
         );
+    }
+
+    #[test]
+    fn context_and_reply_budget() {
+        let a = args(&["x"]);
+        assert_eq!((a.context, a.max_tokens), (None, None));
+        let a = args(&["--context", "4096", "--max-tokens=512", "x"]);
+        assert_eq!((a.context, a.max_tokens), (Some(4096), Some(512)));
+        assert!(usage(&["--context", "0", "x"]).contains("--context"));
+        assert!(usage(&["--max-tokens", "lots", "x"]).contains("--max-tokens"));
+        let env = |name: &str| (name == "TURN_CONTEXT").then(|| "8192".to_string());
+        let Ok(Command::Run(a)) = parse(["x"].map(OsString::from), env) else {
+            panic!()
+        };
+        assert_eq!(a.context, Some(8192));
+        let Ok(Command::Run(a)) = parse(["--context", "2048", "x"].map(OsString::from), env) else {
+            panic!()
+        };
+        assert_eq!(a.context, Some(2048), "the flag wins over the environment");
+        let bad = |name: &str| (name == "TURN_CONTEXT").then(|| "big".to_string());
+        match parse(["x"].map(OsString::from), bad) {
+            Err(Error::Usage(message)) => assert!(message.contains("TURN_CONTEXT"), "{message}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

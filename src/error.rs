@@ -44,6 +44,17 @@ pub enum Error {
     },
     /// The server answered, but not with anything turn can read: exit 1.
     Protocol(String),
+    /// The server said the request does not fit the model's context window (with the window
+    /// and the request's tokens, when it said them). The agent recovers from it by
+    /// compacting; exit 1 if it escapes.
+    Overflow {
+        window: Option<u64>,
+        prompt: Option<u64>,
+        message: String,
+    },
+    /// The work cannot go on inside the context window: the fixed part of the prompt does not
+    /// fit, or the server kept refusing after compaction: exit 1.
+    Context(String),
     /// The server went quiet for longer than --request-timeout: exit 1.
     Timeout(u64),
     /// The model kept calling tools past --max-steps: exit 3.
@@ -78,7 +89,9 @@ impl Error {
             | Error::Proxy { .. }
             | Error::Api { .. }
             | Error::Protocol(_)
-            | Error::Timeout(_) => 1,
+            | Error::Timeout(_)
+            | Error::Overflow { .. }
+            | Error::Context(_) => 1,
             Error::MaxSteps(_) => 3,
             Error::Schema(_) => 5,
             Error::Interrupted => 130,
@@ -124,6 +137,11 @@ impl Error {
                 "check --base-url (it usually ends in /v1) and the model name (-m or TURN_MODEL)",
             ),
             Error::Timeout(_) => Some("a slow local model may need a larger --request-timeout"),
+            Error::Overflow { .. } | Error::Context(_) => Some(
+                "start the server with a larger context (llama-server -c N, Ollama num_ctx or \
+                 OLLAMA_CONTEXT_LENGTH, vLLM --max-model-len, LM Studio's context length) and \
+                 tell turn with --context N; a smaller --max-tokens leaves more room too",
+            ),
             Error::MaxSteps(_) => Some("raise --max-steps, or ask for a smaller step"),
             Error::Schema(_) => Some(
                 "a simpler schema, or a prompt that says what each field should hold, helps small models",
@@ -160,6 +178,10 @@ impl fmt::Display for Error {
                 message,
             } => write!(f, "server error: {message}"),
             Error::Protocol(message) => write!(f, "unexpected answer from the server: {message}"),
+            Error::Overflow { message, .. } => {
+                write!(f, "the request does not fit the context window: {message}")
+            }
+            Error::Context(message) => f.write_str(message),
             Error::Timeout(secs) => {
                 write!(f, "the server sent nothing for {secs}s (--request-timeout)")
             }

@@ -6,6 +6,7 @@
 mod agent;
 mod approve;
 mod cli;
+mod context;
 mod error;
 mod prompt;
 mod repl;
@@ -141,14 +142,19 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
 
     let client = client(args)?;
     let model = model(args, &client, front)?;
+    let specs = serde_json::value::to_raw_value(&tools::specs(&tools)).expect("specs are JSON");
+    let context =
+        context::Keeper::learn(&client, &model, args.context, args.max_tokens)?.with_specs(&specs);
     front.report(Event::Start {
         model: &model,
         base_url: &args.base_url,
         workspace: &workspace,
+        context: context.window(),
     });
     let mut agent = Agent {
         client: &client,
-        specs: serde_json::value::to_raw_value(&tools::specs(&tools)).expect("specs are JSON"),
+        specs,
+        context,
         model,
         tools,
         max_steps: args.max_steps,

@@ -19,6 +19,8 @@ pub enum Event<'a> {
         model: &'a str,
         base_url: &'a str,
         workspace: &'a Path,
+        /// The context window in tokens, when known.
+        context: Option<u64>,
     },
     /// A piece of the assistant's text, as it arrives.
     Content(&'a str),
@@ -47,6 +49,16 @@ pub enum Event<'a> {
     Answer(&'a Value),
     /// Something the user should know that is not an error: a retry, a cut-off reply.
     Notice(&'a str),
+    /// The history was compacted to fit the context window: old tool results stubbed
+    /// (`stage` "elide") or the work summarized ("summary"); estimated tokens before and after;
+    /// `history` is the new history (the session records it).
+    Compacted {
+        stage: &'a str,
+        before: u64,
+        after: u64,
+        window: Option<u64>,
+        history: &'a [Message],
+    },
     /// An error ended the turn (and, outside the REPL, the run).
     Failed(&'a Error),
     /// The run is over, with the error that ended it, if any.
@@ -163,6 +175,16 @@ impl Reporter for Console {
                 self.end_lines();
                 eprintln!("turn: {}", escape(text));
             }
+            Event::Compacted {
+                stage,
+                before,
+                after,
+                window,
+                ..
+            } if !self.quiet => {
+                self.end_lines();
+                eprintln!("turn: {}", compacted(stage, before, after, window));
+            }
             Event::Failed(error) => {
                 self.end_lines();
                 print_error(error);
@@ -193,8 +215,19 @@ impl Reporter for Json {
                 model,
                 base_url,
                 workspace,
+                context,
             } => {
-                json!({"type": "start", "model": model, "base_url": base_url, "workspace": workspace})
+                json!({"type": "start", "model": model, "base_url": base_url, "workspace": workspace, "context": context})
+            }
+            Event::Compacted {
+                stage,
+                before,
+                after,
+                window,
+                ..
+            } => {
+                eprintln!("turn: {}", compacted(stage, before, after, window));
+                json!({"type": "compacted", "stage": stage, "before": before, "after": after, "window": window})
             }
             Event::Message(message) if message.role == Role::Assistant => {
                 self.steps += 1;
@@ -262,6 +295,16 @@ impl Reporter for Json {
         };
         write_json(&line);
     }
+}
+
+/// The one-line notice of a compaction.
+fn compacted(stage: &str, before: u64, after: u64, window: Option<u64>) -> String {
+    let what = match stage {
+        "elide" => "old tool results elided",
+        _ => "the work so far summarized",
+    };
+    let of = window.map_or(String::new(), |w| format!(" of the {w}-token window"));
+    format!("context: {what}, about {before} -> {after} tokens{of}")
 }
 
 /// `turn: <error>` and its hint on stderr: the one way errors reach people.

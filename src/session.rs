@@ -14,17 +14,39 @@
 //! `.turn/sessions`, a session file, and every directory between the workspace and a
 //! `--session` file inside it are never followed when they are symlinks; outside the
 //! workspace only the file itself must not be one. Files are created 0600, directories 0700.
+//!
+//! When the history is compacted to fit the context window, a `{"compacted": {...}}` line
+//! holds the whole new history (`history`, without the system prompt) with what was done
+//! (`stage`, `before`, `after`, `window`). The file stays append-only and keeps every message
+//! ever sent; loading starts over from each such line, so a resumed run gets the compacted
+//! state.
 
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::sandbox::fsafe::{self, Create, Dir};
 use crate::wire::message::{Message, Role};
+use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
+
+/// A compaction line: the history from here on.
+#[derive(Serialize, Deserialize)]
+struct Compacted {
+    stage: String,
+    before: u64,
+    after: u64,
+    window: Option<u64>,
+    history: Vec<Message>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CompactedLine {
+    compacted: Compacted,
+}
 
 /// A session file: where it is and, once it exists, the file itself, opened once and used
 /// for both the resume and the recording.
@@ -346,6 +368,17 @@ fn parse(bytes: &[u8]) -> std::result::Result<(Vec<Message>, Vec<usize>), String
         match serde_json::from_slice::<Message>(body) {
             Ok(message) if message.role != Role::System => messages.push(message),
             Ok(_) => {}
+            Err(_) if body.starts_with(b"{\"compacted\"") => {
+                match serde_json::from_slice::<CompactedLine>(body) {
+                    Ok(record) => {
+                        messages = record.compacted.history;
+                        messages.retain(|m| m.role != Role::System);
+                    }
+                    Err(e) if e.is_eof() => torn.push(i + 1),
+                    Err(_) if i + 1 == lines.len() && !line.ends_with(b"\n") => torn.push(i + 1),
+                    Err(e) => return Err(format!("line {}: {e}", i + 1)),
+                }
+            }
             Err(e) if e.is_eof() => torn.push(i + 1),
             // A last line without its newline is a write the kill cut short.
             Err(_) if i + 1 == lines.len() && !line.ends_with(b"\n") => torn.push(i + 1),
@@ -415,14 +448,14 @@ impl<'a> Recorder<'a> {
         self.session.as_ref().map(Session::path)
     }
 
-    fn append(&mut self, message: &Message) {
+    fn append(&mut self, record: &impl Serialize) {
         let Some(session) = &mut self.session else {
             return;
         };
         let Some(file) = &mut session.file else {
             return;
         };
-        let mut line = serde_json::to_string(message).unwrap_or_default();
+        let mut line = serde_json::to_string(record).unwrap_or_default();
         line.push('\n');
         if let Err(e) = file.write_all(line.as_bytes()) {
             let path = session.path.display().to_string();
@@ -435,10 +468,27 @@ impl<'a> Recorder<'a> {
 
 impl Reporter for Recorder<'_> {
     fn report(&mut self, event: Event<'_>) {
-        if let Event::Message(message) = &event {
-            if message.role != Role::System {
-                self.append(message);
+        match &event {
+            Event::Message(message) if message.role != Role::System => self.append(message),
+            Event::Compacted {
+                stage,
+                before,
+                after,
+                window,
+                history,
+            } => {
+                let history = history.iter().filter(|m| m.role != Role::System);
+                self.append(&CompactedLine {
+                    compacted: Compacted {
+                        stage: stage.to_string(),
+                        before: *before,
+                        after: *after,
+                        window: *window,
+                        history: history.cloned().collect(),
+                    },
+                })
             }
+            _ => {}
         }
         self.inner.report(event);
     }
@@ -447,6 +497,44 @@ impl Reporter for Recorder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compaction_line_starts_the_history_over() {
+        let compacted = CompactedLine {
+            compacted: Compacted {
+                stage: "summary".into(),
+                before: 900,
+                after: 300,
+                window: Some(1000),
+                history: vec![Message::user("task"), Message::user("[turn] summary")],
+            },
+        };
+        let lines = [
+            serde_json::to_string(&Message::user("task")).unwrap(),
+            serde_json::to_string(&Message::assistant(Some("a".into()), vec![])).unwrap(),
+            serde_json::to_string(&compacted).unwrap(),
+            serde_json::to_string(&Message::user("more")).unwrap(),
+        ];
+        let text = format!("{}\n", lines.join("\n"));
+        assert!(lines[2].starts_with(
+            r#"{"compacted":{"stage":"summary","before":900,"after":300,"window":1000,"history":[{"role":"user""#
+        ));
+        let (messages, torn) = parse(text.as_bytes()).unwrap();
+        assert!(torn.is_empty());
+        assert_eq!(
+            messages,
+            [
+                Message::user("task"),
+                Message::user("[turn] summary"),
+                Message::user("more")
+            ]
+        );
+        let bad = format!("{text}{{\"compacted\": 7}}\n");
+        assert!(parse(bad.as_bytes()).unwrap_err().contains("line 5"));
+        // A compaction line torn by a kill is skipped like any other.
+        let torn_line = format!("{text}{}", &lines[2][..40]);
+        assert_eq!(parse(torn_line.as_bytes()).unwrap().1, [5]);
+    }
     use crate::cli::Session as Which;
     use std::os::unix::fs::symlink;
 

@@ -29,11 +29,12 @@ fn check_schema(event: &Value) {
     };
     match event["type"].as_str().unwrap() {
         "start" => {
-            keys(&["type", "model", "base_url", "workspace"]);
+            keys(&["type", "model", "base_url", "workspace", "context"]);
             assert!(
                 event["model"].is_string()
                     && event["base_url"].is_string()
                     && event["workspace"].is_string()
+                    && (event["context"].is_u64() || event["context"].is_null())
             );
         }
         "assistant" => {
@@ -49,6 +50,12 @@ fn check_schema(event: &Value) {
             assert!(
                 event["ok"].is_boolean() && event["output"].is_string() && event["elided"].is_u64()
             );
+        }
+        "compacted" => {
+            keys(&["type", "stage", "before", "after", "window"]);
+            assert!(event["stage"] == "elide" || event["stage"] == "summary");
+            assert!(event["before"].is_u64() && event["after"].is_u64());
+            assert!(event["window"].is_u64() || event["window"].is_null());
         }
         "error" => {
             keys(&["type", "message", "hint"]);

@@ -6,6 +6,7 @@
 //! which would make Ctrl-C wait. Instead every blocking read runs under `signal::with_deadline`,
 //! an idle timeout that Ctrl-C can cut short.
 
+use crate::context::window;
 use crate::error::{Error, Reach, Result};
 use crate::report::{Event, Reporter};
 use crate::signal::{self, Cut, Guarded};
@@ -14,6 +15,7 @@ use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Read};
 use std::time::Duration;
 use ureq::http::Response;
@@ -36,6 +38,8 @@ pub struct Client {
     api_key: Option<String>,
     /// Seconds the server may stay silent: before the reply starts, and between chunks.
     idle: Duration,
+    /// Request fields this server refused, learned on the way (see `complete`).
+    refused: Cell<Refused>,
 }
 
 /// The CAs a TLS connection trusts: `None` for the compiled-in roots.
@@ -44,15 +48,31 @@ pub type Trust = Option<Vec<ureq::tls::Certificate<'static>>>;
 #[cfg(not(feature = "tls"))]
 pub type Trust = ();
 
+/// Optional request fields a server refused with a 400, so they are left out (or renamed)
+/// from then on.
+#[derive(Clone, Copy, Default)]
+struct Refused {
+    stream_options: bool,
+    /// `max_tokens` is refused: OpenAI's reasoning models want `max_completion_tokens`.
+    max_tokens: bool,
+    /// Neither name of the reply budget is accepted.
+    budget: bool,
+}
+
+/// How long a probe of the server (`Client::probe`) may take.
+const PROBE_IDLE: Duration = Duration::from_secs(10);
+
 /// What one model request asks for. Messages and tools come serialized already: the agent
 /// serializes each message once, not once per request.
 pub struct Request<'a> {
     pub model: &'a str,
     pub messages: &'a [Box<RawValue>],
-    /// `None`: a request without tools (the final answer under --output-schema).
+    /// `None` sends no `tools` at all (OpenAI refuses an empty list).
     pub tools: Option<&'a RawValue>,
     pub temperature: Option<f64>,
     pub stream: bool,
+    /// The reply budget, sent as `max_tokens`.
+    pub max_tokens: Option<u64>,
     /// OpenAI's `response_format`, e.g. a `json_schema` for --output-schema.
     pub response_format: Option<&'a Value>,
 }
@@ -68,6 +88,10 @@ struct Payload<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<&'a Value>,
 }
@@ -120,7 +144,39 @@ impl Client {
             base_url: base_url.to_string(),
             api_key,
             idle: Duration::from_secs(idle_secs),
+            refused: Cell::default(),
         })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// GETs `url` once, with a short deadline, for what a server tells about itself: its JSON
+    /// on a 2xx, else `None`. Only Ctrl-C is an error.
+    pub fn probe(&self, url: &str) -> Result<Option<Value>> {
+        let probe = Client {
+            agent: self.agent.clone(),
+            proxy: self.proxy.clone(),
+            base_url: String::new(),
+            api_key: self.api_key.clone(),
+            idle: self.idle.min(PROBE_IDLE),
+            refused: Cell::default(),
+        };
+        let response = match probe.try_once(url, None) {
+            Try::Done(response) => response,
+            Try::Fail(Error::Interrupted) => return Err(Error::Interrupted),
+            _ => return Ok(None),
+        };
+        let text = match read_body(Guarded {
+            inner: response.into_body().into_reader(),
+            idle: probe.idle,
+        }) {
+            Ok(text) => text,
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
+            Err(_) => return Ok(None),
+        };
+        Ok(serde_json::from_str(&text).ok())
     }
 
     /// Asks the model for its next message; streamed text is reported as it arrives.
@@ -130,20 +186,33 @@ impl Client {
         new_id: &mut dyn FnMut() -> String,
         reporter: &mut dyn Reporter,
     ) -> Result<Reply> {
-        let body = Payload {
-            model: request.model,
-            messages: request.messages,
-            tools: request.tools,
-            temperature: request.temperature,
-            stream: request.stream,
-            stream_options: request
-                .stream
-                .then(|| serde_json::json!({"include_usage": true})),
-            response_format: request.response_format,
+        // A server that refuses an optional field (the usage in streams, the reply budget or
+        // its name) gets the request again without it; each field can be refused once.
+        let response = loop {
+            let refused = self.refused.get();
+            let budget = request.max_tokens.filter(|_| !refused.budget);
+            let body = Payload {
+                model: request.model,
+                messages: request.messages,
+                tools: request.tools,
+                temperature: request.temperature,
+                stream: request.stream,
+                stream_options: (request.stream && !refused.stream_options)
+                    .then(|| serde_json::json!({"include_usage": true})),
+                max_tokens: budget.filter(|_| !refused.max_tokens),
+                max_completion_tokens: budget.filter(|_| refused.max_tokens),
+                response_format: request.response_format,
+            };
+            let body = serde_json::to_vec(&body)
+                .map_err(|e| Error::Protocol(format!("cannot encode the request: {e}")))?;
+            match self.send("/chat/completions", Some(&body), reporter) {
+                Err(Error::Api {
+                    status: Some(400),
+                    message,
+                }) if self.refuse(&message, &body) => {}
+                other => break other?,
+            }
         };
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| Error::Protocol(format!("cannot encode the request: {e}")))?;
-        let response = self.send("/chat/completions", Some(&body), reporter)?;
         let sse = content_type(&response).contains("event-stream");
         let mut assembler = Assembler::default();
         let mut show = |piece: Piece| match piece {
@@ -156,12 +225,44 @@ impl Client {
         };
         if sse {
             read_events(reader, &mut assembler, &mut show)?;
+            if assembler.looping() {
+                reporter.report(Event::Notice(
+                    "the reply repeated the same line over and over; turn stopped reading it",
+                ));
+            }
         } else {
             // A whole response: asked for, or a server that ignored `stream` or sent an error.
             let text = read_body(reader)?;
             assembler.feed(&text, &mut show).map_err(from_server)?;
         }
         Ok(assembler.finish(new_id))
+    }
+
+    /// Whether a 400 `message` refused an optional field that `body` carried; if so, it is
+    /// left out from now on.
+    fn refuse(&self, message: &str, body: &[u8]) -> bool {
+        let mut refused = self.refused.get();
+        let sent = |field: &str| {
+            let field = format!("\"{field}\"");
+            body.windows(field.len()).any(|w| w == field.as_bytes())
+        };
+        let lower = message.to_ascii_lowercase();
+        if lower.contains("stream_options") && sent("stream_options") {
+            refused.stream_options = true;
+        } else if lower.contains("max_completion_tokens")
+            && sent("max_tokens")
+            && !refused.max_tokens
+        {
+            refused.max_tokens = true;
+        } else if (lower.contains("max_tokens") || lower.contains("max_completion_tokens"))
+            && (sent("max_tokens") || sent("max_completion_tokens"))
+        {
+            refused.budget = true;
+        } else {
+            return false;
+        }
+        self.refused.set(refused);
+        true
     }
 
     /// The ids the server lists under GET /models.
@@ -254,9 +355,17 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|secs| secs.min(MAX_RETRY_AFTER));
+        let (message, body) = error_text(response);
+        if let Some(overflow) = window::overflow(&message, body.as_ref()) {
+            return Try::Fail(Error::Overflow {
+                window: overflow.window,
+                prompt: overflow.prompt,
+                message,
+            });
+        }
         let error = Error::Api {
             status: Some(status),
-            message: error_text(response),
+            message,
         };
         match status {
             429 | 500.. => Try::Again(error, retry_after),
@@ -326,6 +435,10 @@ fn read_events(
         if let Some(data) = data {
             events += 1;
             assembler.feed(&data, show).map_err(from_server)?;
+            if assembler.looping() {
+                // Dropping the reader closes the connection: the server stops generating.
+                return Ok(());
+            }
             if assembler.done() {
                 // Read the little that follows so the connection can serve the next request
                 // (a new TLS handshake per step is slow); a server that keeps the stream open
@@ -381,16 +494,24 @@ fn read_error(reader: &Guarded<impl Read>, e: std::io::Error) -> Error {
 /// An error the server put in a 2xx body or an SSE event, or a payload turn cannot read.
 fn from_server(fault: Fault) -> Error {
     match fault {
-        Fault::Server(message) => Error::Api {
-            status: None,
-            message,
+        Fault::Server(message) => match window::overflow(&message, None) {
+            Some(overflow) => Error::Overflow {
+                window: overflow.window,
+                prompt: overflow.prompt,
+                message,
+            },
+            None => Error::Api {
+                status: None,
+                message,
+            },
         },
         Fault::Garbled(message) => Error::Protocol(message),
     }
 }
 
-/// The message in a failed response's body: JSON in any known shape, else the text itself.
-fn error_text(response: Response<Body>) -> String {
+/// The message in a failed response's body (JSON in any known shape, else the text itself),
+/// and the body's JSON if it is JSON.
+fn error_text(response: Response<Body>) -> (String, Option<Value>) {
     let reason = response
         .status()
         .canonical_reason()
@@ -403,18 +524,17 @@ fn error_text(response: Response<Body>) -> String {
         .take(1024 * 1024)
         .read_to_end(&mut bytes);
     let text = String::from_utf8_lossy(&bytes);
-    if let Some(message) = serde_json::from_str(&text)
-        .ok()
-        .and_then(|v: Value| stream::error_message(&v))
-    {
-        return message;
+    let body: Option<Value> = serde_json::from_str(&text).ok();
+    if let Some(message) = body.as_ref().and_then(stream::error_message) {
+        return (message, body);
     }
     let text = text.trim();
-    if text.is_empty() {
+    let message = if text.is_empty() {
         reason
     } else {
         text.chars().take(500).collect()
-    }
+    };
+    (message, body)
 }
 
 /// Sleeps in short steps so Ctrl-C is noticed.

@@ -92,6 +92,54 @@ struct PartialCall {
     arguments: String,
 }
 
+/// The `finish_reason` of a reply turn stopped reading because it repeated itself.
+pub const REPETITION: &str = "repetition";
+
+/// Consecutive repeats of one line that mean the model is stuck in a loop: blank lines, and
+/// lines with text (which code can legitimately repeat a few times).
+const BLANK_REPEATS: u32 = 64;
+const LINE_REPEATS: u32 = 128;
+
+/// Watches text as it streams for one line repeated without end: small models at temperature
+/// 0 fall into such loops (a code block, then newlines until the window is full).
+#[derive(Default)]
+struct Repeats {
+    /// The line being written.
+    current: String,
+    last: String,
+    count: u32,
+}
+
+impl Repeats {
+    fn feed(&mut self, text: &str) {
+        for c in text.chars() {
+            if c != '\n' {
+                if self.current.len() < 4096 {
+                    self.current.push(c);
+                }
+                continue;
+            }
+            let line = std::mem::take(&mut self.current);
+            let line = line.trim_end();
+            if line == self.last {
+                self.count += 1;
+            } else {
+                self.last = line.to_string();
+                self.count = 1;
+            }
+        }
+    }
+
+    fn looping(&self) -> bool {
+        let limit = if self.last.is_empty() {
+            BLANK_REPEATS
+        } else {
+            LINE_REPEATS
+        };
+        self.count >= limit
+    }
+}
+
 /// Builds a `Reply` from payloads: each streamed chunk, or the single non-streamed response.
 #[derive(Default)]
 pub struct Assembler {
@@ -100,6 +148,9 @@ pub struct Assembler {
     finish_reason: Option<String>,
     usage: Option<Usage>,
     done: bool,
+    /// Repeated lines in the text, and in the calls' arguments.
+    text_repeats: Repeats,
+    argument_repeats: Repeats,
 }
 
 impl Assembler {
@@ -144,6 +195,7 @@ impl Assembler {
             .filter(|t| !t.is_empty())
         {
             self.content.push_str(text);
+            self.text_repeats.feed(text);
             show(Piece::Content(text));
         }
         for call in delta
@@ -160,6 +212,11 @@ impl Assembler {
     /// Whether `data: [DONE]` was seen.
     pub fn done(&self) -> bool {
         self.done
+    }
+
+    /// Whether the reply only repeats one line by now: reading on is pointless.
+    pub fn looping(&self) -> bool {
+        self.text_repeats.looping() || self.argument_repeats.looping()
     }
 
     /// Whether the reply says it is whole: `[DONE]` or a finish reason arrived.
@@ -202,14 +259,22 @@ impl Assembler {
             call.name = name.to_string();
         }
         match function.and_then(|f| f.get("arguments")) {
-            Some(Value::String(fragment)) => call.arguments.push_str(fragment),
+            Some(Value::String(fragment)) => {
+                call.arguments.push_str(fragment);
+                // Inside a JSON string a newline is written `\n`.
+                self.argument_repeats.feed(&fragment.replace("\\n", "\n"));
+            }
             Some(Value::Null) | None => {}
             Some(whole) => call.arguments = whole.to_string(), // an object: the whole arguments at once
         }
     }
 
     /// The reply; `new_id` makes ids for calls that came without a usable one (or a repeated one).
-    pub fn finish(self, new_id: &mut dyn FnMut() -> String) -> Reply {
+    pub fn finish(mut self, new_id: &mut dyn FnMut() -> String) -> Reply {
+        if self.looping() {
+            self.finish_reason = Some(REPETITION.to_string());
+            self.content.truncate(self.content.trim_end().len());
+        }
         let mut calls: Vec<ToolCall> = Vec::with_capacity(self.calls.len());
         for call in self.calls {
             let mut id = call.id;
@@ -249,6 +314,7 @@ pub fn error_message(body: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn ids() -> impl FnMut() -> String {
         let mut n = 0;
@@ -392,6 +458,48 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
         let reply = assembler.finish(&mut ids());
         assert_eq!(args(&reply), [("c1", "bash", r#"{"command":"ls"}"#)]);
         assert_eq!(reply.content, None);
+    }
+
+    #[test]
+    fn a_reply_that_repeats_one_line_is_marked_looping() {
+        let mut assembler = Assembler::default();
+        let chunk = |text: &str| json!({"choices": [{"delta": {"content": text}}]}).to_string();
+        assembler
+            .feed(&chunk("```json\n{\"a\": 1}\n```"), &mut |_| {})
+            .unwrap();
+        for _ in 0..31 {
+            assembler.feed(&chunk("\n\n"), &mut |_| {}).unwrap();
+        }
+        assert!(!assembler.looping(), "61 blank lines are not yet a loop");
+        assembler.feed(&chunk("\n\n\n\n"), &mut |_| {}).unwrap();
+        assert!(assembler.looping(), "65 blank lines in a row");
+        let reply = assembler.finish(&mut ids());
+        assert_eq!(reply.finish_reason.as_deref(), Some(REPETITION));
+        assert_eq!(reply.content.as_deref(), Some("```json\n{\"a\": 1}\n```"));
+
+        // In a call's arguments, escaped newlines count too.
+        let mut assembler = Assembler::default();
+        let call = |args: &str| {
+            json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "bash", "arguments": args}}]}}]}).to_string()
+        };
+        assembler
+            .feed(&call("{\"command\": \"ls"), &mut |_| {})
+            .unwrap();
+        for _ in 0..70 {
+            assembler.feed(&call("\\n"), &mut |_| {}).unwrap();
+        }
+        assert!(assembler.looping());
+
+        // Text lines may repeat a while: a table, a list of zeros.
+        let mut assembler = Assembler::default();
+        for _ in 0..100 {
+            assembler.feed(&chunk("0, 0, 0\n"), &mut |_| {}).unwrap();
+        }
+        assert!(!assembler.looping());
+        for _ in 0..30 {
+            assembler.feed(&chunk("0, 0, 0\n"), &mut |_| {}).unwrap();
+        }
+        assert!(assembler.looping());
     }
 
     #[test]

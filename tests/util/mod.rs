@@ -149,7 +149,7 @@ fn json_reply(status: u16, body: &Value) -> Reply {
     }
 }
 
-fn read_request(stream: &TcpStream) -> Option<Received> {
+pub fn read_request(stream: &TcpStream) -> Option<Received> {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .ok()?;
@@ -187,17 +187,15 @@ fn read_request(stream: &TcpStream) -> Option<Received> {
 }
 
 /// Strict-server checks on a chat request, as OpenAI applies them.
-fn check(body: &Value) -> Result<(), String> {
+pub fn check(body: &Value) -> Result<(), String> {
     let messages = body["messages"]
         .as_array()
         .ok_or("messages must be an array")?;
     if body["model"].as_str().unwrap_or_default().is_empty() {
         return Err("model is required".into());
     }
-    // A request may leave `tools` out; when present it must be a list of function specs.
-    let no_tools = Vec::new();
     let tools = match body.get("tools") {
-        None => &no_tools,
+        None => &[][..],
         Some(tools) => tools.as_array().ok_or("tools must be an array")?,
     };
     for tool in tools {
