@@ -110,6 +110,10 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         Some(ruleset) if confine_self => (Some(ruleset), None),
         ruleset => (None, ruleset),
     };
+    let landlock = own_ruleset
+        .as_ref()
+        .map(|_| true)
+        .or(per_command.as_ref().map(|_| false));
     let tools = tools::Context {
         workspace: &workspace,
         timeout: Duration::from_secs(args.timeout),
@@ -145,7 +149,10 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     }
     match prompt {
         Some(prompt) => agent.turn(&mut history, &prompt, &mut recorder).map(|_| ()),
-        None => repl::run(&mut agent, &mut history, &mut recorder, &workspace),
+        None => {
+            let setup = repl::Setup::new(args, &workspace, landlock);
+            repl::run(&mut agent, &mut history, &mut recorder, &setup)
+        }
     }
 }
 
