@@ -97,9 +97,10 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// turn was started with SIGTSTP ignored (no job control): Ctrl-Z does nothing.
 static TSTP_IGNORED: AtomicBool = AtomicBool::new(false);
 
-/// Puts the saved modes back, if raw mode is on. Async-signal-safe.
-fn restore() {
-    if RAW.swap(false, Ordering::SeqCst) {
+/// Puts the saved modes back, if raw mode is on (and says whether it was). Async-signal-safe.
+fn restore() -> bool {
+    let raw = RAW.swap(false, Ordering::SeqCst);
+    if raw {
         if let Some(saved) = SAVED.get() {
             // SAFETY: saved is a termios tcgetattr filled; tcsetattr and write are
             // async-signal-safe.
@@ -109,10 +110,14 @@ fn restore() {
             }
         }
     }
+    raw
 }
 
 extern "C" fn on_terminate(signum: c_int) {
-    restore();
+    if restore() {
+        // SAFETY: write is async-signal-safe; the shell's message gets a line of its own.
+        unsafe { write(STDOUT, b"\r\n".as_ptr(), 2) };
+    }
     // SAFETY: back to the default action, then the same signal again: turn dies of it as it
     // would have, with the terminal restored.
     unsafe {
@@ -143,7 +148,9 @@ pub fn init() -> io::Result<()> {
     HOOKS.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            restore();
+            if restore() {
+                let _ = out(b"\r\n");
+            }
             previous(info);
         }));
         // SAFETY: the handler only calls async-signal-safe functions.
@@ -202,7 +209,7 @@ impl Raw {
 
 impl Drop for Raw {
     fn drop(&mut self) {
-        restore();
+        let _ = restore();
         // SAFETY: puts back the dispositions `enter` replaced.
         unsafe {
             signal(SIGTSTP, self.tstp);
