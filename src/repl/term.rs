@@ -113,11 +113,17 @@ fn restore() -> bool {
     raw
 }
 
-extern "C" fn on_terminate(signum: c_int) {
+/// Restores the terminal and ends the line being edited, so what is printed next (the
+/// shell's "Terminated", the panic message) starts a line of its own. Async-signal-safe.
+fn give_back() {
     if restore() {
-        // SAFETY: write is async-signal-safe; the shell's message gets a line of its own.
+        // SAFETY: write is async-signal-safe; it bypasses stdout's lock and buffer.
         unsafe { write(STDOUT, b"\r\n".as_ptr(), 2) };
     }
+}
+
+extern "C" fn on_terminate(signum: c_int) {
+    give_back();
     // SAFETY: back to the default action, then the same signal again: turn dies of it as it
     // would have, with the terminal restored.
     unsafe {
@@ -148,9 +154,7 @@ pub fn init() -> io::Result<()> {
     HOOKS.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if restore() {
-                let _ = out(b"\r\n");
-            }
+            give_back();
             previous(info);
         }));
         // SAFETY: the handler only calls async-signal-safe functions.
