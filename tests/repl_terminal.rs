@@ -29,10 +29,15 @@ impl Terminal {
             line.push(' ');
             line.push_str(arg);
         }
+        Terminal::shell(ws, mock, &line)
+    }
+
+    /// Runs the shell command `line` on the terminal, with turn's environment.
+    fn shell(ws: &Workspace, mock: &Mock, line: &str) -> Terminal {
         let model = turn(ws, mock);
         let mut script = Command::new("script");
         script
-            .args(["-qec", &line, "/dev/null"])
+            .args(["-qec", line, "/dev/null"])
             .current_dir(&ws.dir)
             .env_clear()
             .stdin(Stdio::piped())
@@ -207,4 +212,65 @@ fn paste_search_ctrl_c_and_completion() {
     assert_has(&screen, "model     mock-model");
     assert_has(&screen, "tokens    ");
     assert_no_echo(&screen);
+}
+
+/// The pid of the turn running in `ws`, if one is.
+fn turn_in(ws: &Workspace) -> Option<u32> {
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_turn"));
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            (exe == binary && cwd == ws.dir).then_some(pid)
+        })
+}
+
+/// The local modes `stty -a` printed last, e.g. `["icanon", "echo", "-echonl", …]`.
+fn modes(screen: &str) -> Vec<String> {
+    let words: Vec<String> = screen
+        .split_whitespace()
+        .map(|w| w.trim_matches(';').to_string())
+        .collect();
+    let last = words
+        .iter()
+        .rposition(|w| w.ends_with("icanon"))
+        .expect("stty -a output");
+    words[last.saturating_sub(3)..(last + 4).min(words.len())].to_vec()
+}
+
+#[test]
+fn the_terminal_is_given_back_on_sigterm_and_on_leaving() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![]);
+    let line = format!("{} --no-session; stty -a", env!("CARGO_BIN_EXE_turn"));
+    let mut term = Terminal::shell(&ws, &mock, &line);
+    term.prompt(1);
+    term.typed("half a line");
+    wait_for(|| term.screen().contains("> half a line"));
+    let pid = turn_in(&ws).expect("turn runs in the workspace");
+    Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let (_, screen) = term.finish();
+    let shown = modes(&screen);
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(shown.iter().any(|m| m == mode), "{mode} in {shown:?}");
+    }
+    assert!(
+        screen.contains("\x1b[?2004l"),
+        "bracketed paste is switched off"
+    );
+
+    let mut term = Terminal::shell(&ws, &mock, &line);
+    term.prompt(1);
+    term.typed("\x03");
+    let (_, screen) = term.finish();
+    let shown = modes(&screen);
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(shown.iter().any(|m| m == mode), "{mode} in {shown:?}");
+    }
 }
