@@ -274,3 +274,47 @@ fn the_terminal_is_given_back_on_sigterm_and_on_leaving() {
         assert!(shown.iter().any(|m| m == mode), "{mode} in {shown:?}");
     }
 }
+
+#[test]
+fn the_commands() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![Reply::Text("ok")]);
+    let mut term = Terminal::start(&ws, &mock, &["--no-session"]);
+    let mut prompts = 1;
+    for line in [
+        "/help",
+        "/model",
+        "/model other-model",
+        "/model two words",
+        "/tools",
+        "/compact",
+        "/status",
+        "   indented\x1b\r  second",
+    ] {
+        term.prompt(prompts);
+        term.typed(&format!("{line}\r"));
+        prompts += 1;
+    }
+    term.prompt(prompts);
+    term.typed("\x04");
+    let (code, screen) = term.finish();
+    assert_eq!(code, 0, "{screen:?}");
+    for shown in [
+        "/compact shorten the history",
+        "Ctrl-R searches them",
+        "model: mock-model; the server has: mock-model",
+        "model: other-model",
+        "a model name has no spaces",
+        "  read_file   Read a UTF-8 text file in the workspace",
+        "compaction is not available",
+        "model     other-model",
+        "session   not recorded",
+        "context   window unknown; no request yet",
+    ] {
+        assert_has(&screen, shown);
+    }
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 1);
+    assert_eq!(chats[0].body["model"], "other-model");
+    assert_eq!(sent(&mock), ["   indented\n  second"]);
+}

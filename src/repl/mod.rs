@@ -129,6 +129,8 @@ pub fn run(
         let Some(line) = input.read(recorder)? else {
             return Ok(());
         };
+        // Leading indentation stays in a prompt (a pasted block's first line keeps it).
+        let prompt = line.trim_end();
         let line = line.trim();
         let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let rest = rest.trim();
@@ -145,6 +147,9 @@ pub fn run(
             }
             "/status" => eprintln!("{}", status(agent, history, recorder, setup, &tokens)),
             "/model" if rest.is_empty() => eprintln!("{}", models(agent, recorder)),
+            "/model" if rest.contains(char::is_whitespace) => {
+                eprintln!("a model name has no spaces: /model NAME")
+            }
             "/model" => {
                 agent.model = rest.to_string();
                 eprintln!("model: {rest}");
@@ -160,7 +165,7 @@ pub fn run(
                     inner: recorder,
                     tokens: &mut tokens,
                 };
-                match agent.turn(history, line, &mut counted) {
+                match agent.turn(history, prompt, &mut counted) {
                     Ok(_) => {}
                     Err(Error::Interrupted) => {
                         recorder.report(Event::Notice("interrupted; the history is kept"))
@@ -249,7 +254,7 @@ fn status(
         "none counted yet".into()
     } else {
         format!(
-            "{} prompt + {} completion in {} requests",
+            "{} prompt + {} completion in {} requests of this run",
             tokens.sum.prompt_tokens, tokens.sum.completion_tokens, tokens.requests
         )
     };
@@ -286,8 +291,11 @@ fn tools(agent: &Agent) -> String {
             let first = description
                 .split_once(". ")
                 .map_or(description, |(first, _)| first);
-            let first: String = first.chars().take(90).collect();
-            format!("  {name:<11} {first}")
+            let mut short: String = first.chars().take(72).collect();
+            if short.len() < first.len() {
+                short.push('…');
+            }
+            format!("  {name:<11} {short}")
         })
         .collect();
     lines.join("\n")
