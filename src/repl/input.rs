@@ -141,6 +141,14 @@ impl LineEditor {
                             Err(_) => return Ok(None),
                         }
                     }
+                    if term::take_continued() {
+                        // Stopped from outside (SIGSTOP): the shell wrote below the line and
+                        // may have reset the modes; a fresh drawing where the cursor is.
+                        if raw.again().is_err() {
+                            break Ok(None);
+                        }
+                        (screen.row, screen.dirty) = (0, true);
+                    }
                     if term::take_resized() {
                         screen.columns = term::columns();
                         screen.dirty = true;

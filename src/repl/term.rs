@@ -5,8 +5,9 @@
 //! The terminal is always given back as it was found. `Raw` restores it when dropped; a panic
 //! hook restores it before the panic message (release builds abort, so no drop would run);
 //! SIGTERM and SIGHUP restore it before turn dies of them; while a line is edited SIGTSTP
-//! only sets a flag, and the editor hands the terminal back before it stops (`suspend`). Turns
-//! run in the terminal's normal mode, so Ctrl-C there is the usual SIGINT.
+//! only sets a flag, and the editor hands the terminal back before it stops (`suspend`), and
+//! SIGCONT after a stop turn did not ask for (SIGSTOP) sets raw mode again. Turns run in the
+//! terminal's normal mode, so Ctrl-C there is the usual SIGINT.
 //!
 //! Like `signal.rs`, the handlers are installed without SA_RESTART: a read waiting for a key
 //! returns `Interrupted`, and the editor asks the flags why.
@@ -25,6 +26,7 @@ const POLLIN: c_short = 1;
 
 const SIGHUP: c_int = 1;
 const SIGTERM: c_int = 15;
+const SIGCONT: c_int = 18;
 const SIGTSTP: c_int = 20;
 const SIGWINCH: c_int = 28;
 const SIG_DFL: usize = 0;
@@ -94,6 +96,7 @@ static SAVED: OnceLock<Termios> = OnceLock::new();
 static RAW: AtomicBool = AtomicBool::new(false);
 static RESIZED: AtomicBool = AtomicBool::new(false);
 static STOP: AtomicBool = AtomicBool::new(false);
+static CONTINUED: AtomicBool = AtomicBool::new(false);
 /// turn was started with SIGTSTP ignored (no job control): Ctrl-Z does nothing.
 static TSTP_IGNORED: AtomicBool = AtomicBool::new(false);
 
@@ -136,6 +139,10 @@ extern "C" fn on_stop(_: c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
+extern "C" fn on_continue(_: c_int) {
+    CONTINUED.store(true, Ordering::SeqCst);
+}
+
 extern "C" fn on_resize(_: c_int) {
     RESIZED.store(true, Ordering::SeqCst);
 }
@@ -172,42 +179,57 @@ pub fn init() -> io::Result<()> {
 /// Raw mode, on while this lives.
 pub struct Raw {
     tstp: usize,
+    cont: usize,
     winch: usize,
 }
 
+/// Raw input modes (no echo, no line discipline, no signals from keys; output processing
+/// stays) and bracketed paste. Not TCSAFLUSH: what was typed ahead during a turn is kept.
+fn set_raw() -> io::Result<()> {
+    let saved = SAVED
+        .get()
+        .ok_or_else(|| io::Error::other("no saved modes"))?;
+    let mut raw = *saved;
+    raw.iflag &= !(BRKINT | ICRNL | INPCK | ISTRIP | IXON);
+    raw.cflag |= CS8;
+    raw.lflag &= !(ECHO | ICANON | IEXTEN | ISIG);
+    raw.cc[VMIN] = 1;
+    raw.cc[VTIME] = 0;
+    // SAFETY: raw is a valid termios.
+    if unsafe { tcsetattr(STDIN, TCSANOW, &raw) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    RAW.store(true, Ordering::SeqCst);
+    let _ = out(PASTE_ON);
+    Ok(())
+}
+
 impl Raw {
-    /// Raw input (no echo, no line discipline, no signals from keys; output processing stays)
-    /// and bracketed paste; SIGTSTP and SIGWINCH become flags meanwhile.
+    /// Raw modes (`set_raw`); SIGTSTP, SIGCONT and SIGWINCH become flags meanwhile.
     pub fn enter() -> io::Result<Raw> {
-        let saved = SAVED
-            .get()
-            .ok_or_else(|| io::Error::other("no saved modes"))?;
-        let mut raw = *saved;
-        raw.iflag &= !(BRKINT | ICRNL | INPCK | ISTRIP | IXON);
-        raw.cflag |= CS8;
-        raw.lflag &= !(ECHO | ICANON | IEXTEN | ISIG);
-        raw.cc[VMIN] = 1;
-        raw.cc[VTIME] = 0;
-        // Not TCSAFLUSH: what was typed ahead during a turn is kept.
-        // SAFETY: raw is a valid termios.
-        if unsafe { tcsetattr(STDIN, TCSANOW, &raw) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        RAW.store(true, Ordering::SeqCst);
-        let _ = out(PASTE_ON);
+        set_raw()?;
+        CONTINUED.store(false, Ordering::SeqCst);
         // SAFETY: the handlers only store to atomics.
-        let (tstp, winch) = unsafe {
+        let (tstp, cont, winch) = unsafe {
             let tstp = signal(SIGTSTP, on_stop as extern "C" fn(c_int) as usize);
             if tstp == SIG_IGN {
                 TSTP_IGNORED.store(true, Ordering::SeqCst);
                 signal(SIGTSTP, SIG_IGN);
             }
             siginterrupt(SIGTSTP, 1);
+            let cont = signal(SIGCONT, on_continue as extern "C" fn(c_int) as usize);
+            siginterrupt(SIGCONT, 1);
             let winch = signal(SIGWINCH, on_resize as extern "C" fn(c_int) as usize);
             siginterrupt(SIGWINCH, 1);
-            (tstp, winch)
+            (tstp, cont, winch)
         };
-        Ok(Raw { tstp, winch })
+        Ok(Raw { tstp, cont, winch })
+    }
+
+    /// Raw modes again, after something else changed them: a shell puts its own modes back
+    /// while turn is stopped (SIGSTOP), and `fg` does not undo that.
+    pub fn again(&self) -> io::Result<()> {
+        set_raw()
     }
 }
 
@@ -217,6 +239,7 @@ impl Drop for Raw {
         // SAFETY: puts back the dispositions `enter` replaced.
         unsafe {
             signal(SIGTSTP, self.tstp);
+            signal(SIGCONT, self.cont);
             signal(SIGWINCH, self.winch);
         }
     }
@@ -292,6 +315,11 @@ pub fn columns() -> usize {
 /// Whether SIGTSTP came (and forgets it).
 pub fn take_stop() -> bool {
     STOP.swap(false, Ordering::SeqCst)
+}
+
+/// Whether turn was continued after a stop it did not ask for (and forgets it).
+pub fn take_continued() -> bool {
+    CONTINUED.swap(false, Ordering::SeqCst)
 }
 
 /// Whether the terminal was resized (and forgets it).
