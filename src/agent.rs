@@ -190,7 +190,6 @@ impl Agent<'_> {
     }
 
     /// Summarizes the history now, to make room (the REPL's /compact).
-    #[allow(dead_code)] // for the REPL's /compact, wired with the REPL's rewrite
     pub fn compact(
         &mut self,
         history: &mut Vec<Message>,

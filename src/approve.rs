@@ -58,6 +58,11 @@ impl Approver {
         })
     }
 
+    /// The mode it asks in.
+    pub fn mode(&self) -> Approve {
+        self.mode
+    }
+
     /// Ok to go ahead; Err with what the model is told when not.
     pub fn check(&mut self, action: Action) -> Result<(), String> {
         let flagged = matches!(

@@ -70,7 +70,7 @@ Options:
                            stdout then holds only that JSON, on one line
       --session FILE       resume the history in FILE if it exists, and record to it
   -c, --continue           resume the newest session of this workspace
-      --no-session         record nothing
+      --no-session         record nothing (no session file, no REPL history)
   -i, --interactive        the REPL even when stdin is not a terminal (line by line)
   -V, --version            print the version
   -h, --help               print this help

@@ -129,6 +129,10 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         Some(ruleset) if confine_self => (Some(ruleset), None),
         ruleset => (None, ruleset),
     };
+    let landlock = own_ruleset
+        .as_ref()
+        .map(|_| true)
+        .or(per_command.as_ref().map(|_| false));
     let tools = tools::Context {
         workspace: &workspace,
         root,
@@ -171,7 +175,8 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         })?;
     }
     let Some(prompt) = prompt else {
-        return repl::run(&mut agent, &mut history, &mut recorder, &workspace);
+        let setup = repl::Setup::new(args, &workspace, landlock);
+        return repl::run(&mut agent, &mut history, &mut recorder, &setup);
     };
     let text = agent.turn(&mut history, &prompt, &mut recorder)?;
     let answer = match &output_schema {

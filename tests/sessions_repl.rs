@@ -197,6 +197,37 @@ fn the_repl_keeps_history_across_turns_and_resets() {
 }
 
 #[test]
+fn compact_summarizes_now_and_the_session_resumes_the_summary() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![
+        bash("echo lots of output"),
+        Reply::Text("A1"),
+        Reply::Text("Summary: ran echo, nothing left."),
+        Reply::Text("A2"),
+    ]);
+    let mut repl = Repl::start(&ws, &mock);
+    for line in ["first task", "/compact", "/status", "second"] {
+        repl.say(line);
+    }
+    let run = repl.finish().expect(0);
+    assert_has(&run.stderr, "compacted; context now about");
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 4);
+    // The summary request carries no tools; the next turn sees the summary, not the call.
+    assert!(chats[2].body.get("tools").is_none());
+    let after = chats[3].body["messages"].to_string();
+    assert_has(&after, "Summary: ran echo, nothing left.");
+    assert_has(&after, "first task");
+    assert!(!after.contains("echo lots of output"), "{after}");
+    // Resumed, the session holds the compacted history.
+    let mock = Mock::start(vec![Reply::Text("A3")]);
+    go(&ws, &mock, &["-c", "third"]).expect(0);
+    let resumed = mock.chats()[0].body["messages"].to_string();
+    assert_has(&resumed, "Summary: ran echo, nothing left.");
+    assert!(!resumed.contains("echo lots of output"), "{resumed}");
+}
+
+#[test]
 fn exit_leaves_the_repl() {
     let ws = Workspace::new();
     let mock = Mock::start(vec![]);

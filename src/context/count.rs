@@ -51,7 +51,6 @@ impl Rate {
     }
 
     /// Bytes per token, for people.
-    #[allow(dead_code)] // for the REPL's /status, wired with the REPL's rewrite
     pub fn bytes_per_token(&self) -> f64 {
         1.0 / self.tokens_per_byte
     }

@@ -456,7 +456,6 @@ impl Keeper {
     }
 
     /// A forced summary (the REPL's /compact), whether or not the history is over the mark.
-    #[allow(dead_code)] // for the REPL's /compact, wired with the REPL's rewrite
     pub fn compact(
         &mut self,
         client: &Client,
@@ -465,8 +464,10 @@ impl Keeper {
         reporter: &mut dyn Reporter,
     ) -> Result<()> {
         let now = self.estimate(history);
+        // With no window known, the summary and the recent messages may take what the
+        // history takes now, and the tail kept aims at half of it.
         let budget = self.budget().unwrap_or(Budget {
-            high: now,
+            high: now.saturating_mul(2).saturating_add(REPLY_UNKNOWN),
             low: now / 2,
             fixed: self.rate.tokens(self.specs + ENVELOPE),
         });
@@ -474,7 +475,6 @@ impl Keeper {
     }
 
     /// One line on the window and how full `history` makes it (the REPL's /status).
-    #[allow(dead_code)] // for the REPL's /status, wired with the REPL's rewrite
     pub fn status(&self, history: &[Message]) -> String {
         let used = self.estimate(history);
         let window = match self.window {
