@@ -7,3 +7,4 @@
 pub mod client;
 pub mod message;
 pub mod stream;
+pub mod textcalls;
