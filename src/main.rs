@@ -8,6 +8,7 @@ mod approve;
 mod cli;
 mod error;
 mod prompt;
+mod repeat;
 mod repl;
 mod report;
 mod sandbox;

@@ -6,5 +6,6 @@
 
 pub mod client;
 pub mod message;
+pub mod server;
 pub mod stream;
 pub mod textcalls;
