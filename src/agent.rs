@@ -7,11 +7,15 @@
 
 use crate::approve::Approver;
 use crate::error::{Error, Result};
-use crate::report::{Event, Reporter};
+use crate::repeat::{self, Repeats, Verdict};
+use crate::report::{Event, Origin, Reporter};
 use crate::signal;
 use crate::tools::{self, Context};
 use crate::wire::client::{Client, Request};
 use crate::wire::message::{normalize, Message, ToolCall};
+use crate::wire::stream::Reply;
+use crate::wire::textproto::{self, Protocol};
+use crate::wire::{server, textcalls};
 use serde_json::value::{to_raw_value, RawValue};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -28,6 +32,12 @@ pub struct Agent<'a> {
     pub temperature: Option<f64>,
     /// Asks the user before tools act, as --approve says.
     pub approver: Approver,
+    /// --tool-protocol; `Auto` becomes `Text` when the server refuses tools.
+    pub protocol: Protocol,
+    /// The offered tools' names, for calls written as text.
+    pub tool_names: Vec<String>,
+    /// What the text protocol adds to the system prompt (see textproto::tools_prompt).
+    pub text_prompt: String,
 }
 
 impl Agent<'_> {
@@ -44,6 +54,7 @@ impl Agent<'_> {
         // Each message's JSON, in step with `history`: every request resends the whole history,
         // and serializing it anew each time was most of a step's CPU.
         let mut wire: Vec<Box<RawValue>> = Vec::with_capacity(history.len());
+        let mut repeats = Repeats::default();
         // The main loop: one model request per pass.
         let text = loop {
             if steps == self.max_steps {
@@ -59,14 +70,34 @@ impl Agent<'_> {
                         .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))?,
                 );
             }
+            // The text protocol sends its own rendering of the history, and no tools.
+            let rendered = match self.protocol {
+                Protocol::Text => Some(self.render(history)?),
+                _ => None,
+            };
             let request = Request {
                 model: &self.model,
-                messages: &wire,
-                tools: &self.specs,
+                messages: rendered.as_deref().unwrap_or(&wire),
+                tools: (self.protocol != Protocol::Text).then_some(&*self.specs),
                 temperature: self.temperature,
                 stream: self.stream,
             };
-            let reply = self.client.complete(&request, &mut new_call_id, reporter)?;
+            let mut reply = match self.client.complete(&request, &mut new_call_id, reporter) {
+                Err(Error::Api { message, .. })
+                    if self.protocol == Protocol::Auto && server::refusal(&message).is_some() =>
+                {
+                    let hint = server::refusal(&message).map_or("", |(_, hint)| hint);
+                    reporter.report(Event::Fallback {
+                        reason: &message,
+                        hint,
+                    });
+                    self.protocol = Protocol::Text;
+                    steps -= 1; // the refusal costs a request, not a step
+                    continue;
+                }
+                result => result?,
+            };
+            let origin = self.text_calls(&mut reply);
             if let Some(usage) = reply.usage {
                 reporter.report(Event::Usage(usage));
             }
@@ -101,6 +132,7 @@ impl Agent<'_> {
             }
             // After Ctrl-C the remaining calls are answered without running, so the history
             // still says what happened and what did not.
+            let mut repeating = None;
             for call in &reply.calls {
                 let (id, name, arguments) = (
                     call.id.as_str(),
@@ -111,12 +143,21 @@ impl Agent<'_> {
                     id,
                     name,
                     arguments,
+                    origin,
                 });
-                let output = if signal::interrupted() {
+                let mut output = if signal::interrupted() {
                     tools::Output::error("not run: the user interrupted the turn")
                 } else {
                     tools::run(name, arguments, &self.tools, &mut self.approver)
                 };
+                let verdict = repeats.record(name, arguments, &output.text);
+                output.text.extend(repeat::note(&verdict));
+                if let Verdict::Stop(times) = verdict {
+                    repeating = Some(Error::Repeating {
+                        tool: name.to_string(),
+                        times,
+                    });
+                }
                 push(history, Message::tool(id, output.text.as_str()), reporter);
                 reporter.report(Event::ToolResult {
                     id,
@@ -125,13 +166,47 @@ impl Agent<'_> {
                     ok: output.ok,
                     output: &output.text,
                     elided: output.elided,
+                    origin,
                 });
             }
             if signal::interrupted() {
                 return Err(Error::Interrupted);
             }
+            if let Some(error) = repeating {
+                return Err(error);
+            }
         };
         Ok(text)
+    }
+}
+
+impl Agent<'_> {
+    /// Calls the model wrote as text, when the reply has no native ones and the protocol reads
+    /// them: they join `reply.calls`, and run and are stored like native calls (the text stays
+    /// the message's content).
+    fn text_calls(&self, reply: &mut Reply) -> Origin {
+        if !reply.calls.is_empty() || !self.protocol.reads_text_calls() {
+            return Origin::Native;
+        }
+        let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+        let text = reply.content.as_deref().unwrap_or_default();
+        reply.calls = textcalls::recognize(text, &names)
+            .into_iter()
+            .map(|call| ToolCall::new(new_call_id(), call.name, call.arguments))
+            .collect();
+        Origin::Text
+    }
+
+    /// The history as the text protocol sends it, serialized.
+    fn render(&self, history: &[Message]) -> Result<Vec<Box<RawValue>>> {
+        let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+        textproto::render(history, &self.text_prompt, &names)
+            .iter()
+            .map(|message| {
+                to_raw_value(message)
+                    .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))
+            })
+            .collect()
     }
 }
 

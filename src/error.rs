@@ -31,6 +31,8 @@ pub enum Error {
     Timeout(u64),
     /// The model kept calling tools past --max-steps: exit 3.
     MaxSteps(u32),
+    /// The model made the same call with the same result this many times in a row: exit 4.
+    Repeating { tool: String, times: u32 },
     /// SIGINT: exit 130.
     Interrupted,
 }
@@ -43,6 +45,7 @@ impl Error {
             Error::Usage(_) | Error::File { .. } | Error::Session { .. } => 2,
             Error::Connect { .. } | Error::Api { .. } | Error::Protocol(_) | Error::Timeout(_) => 1,
             Error::MaxSteps(_) => 3,
+            Error::Repeating { .. } => 4,
             Error::Interrupted => 130,
         }
     }
@@ -65,6 +68,9 @@ impl Error {
             ),
             Error::Timeout(_) => Some("a slow local model may need a larger --request-timeout"),
             Error::MaxSteps(_) => Some("raise --max-steps, or ask for a smaller step"),
+            Error::Repeating { .. } => Some(
+                "ask for a smaller or clearer step, or use a larger model; turn -c resumes the session",
+            ),
             Error::Session { .. } => {
                 Some("fix or remove that line; turn never rewrites a session file")
             }
@@ -97,6 +103,11 @@ impl fmt::Display for Error {
             Error::MaxSteps(n) => write!(
                 f,
                 "stopped after {n} steps (--max-steps); the task may be unfinished"
+            ),
+            Error::Repeating { tool, times } => write!(
+                f,
+                "the model is repeating itself: it made the same {tool} call {times} times in a \
+                 row with the same result, so the turn was stopped"
             ),
             Error::Interrupted => f.write_str("interrupted"),
         }

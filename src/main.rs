@@ -27,6 +27,7 @@ use crate::sandbox::Mode;
 use crate::session::Recorder;
 use crate::wire::client::Client;
 use crate::wire::message::Message;
+use crate::wire::{server, textproto};
 use std::io::{IsTerminal, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -119,16 +120,21 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         read_only: args.sandbox == Mode::ReadOnly,
     };
 
-    let client = Client::new(&args.base_url, args.api_key.clone(), args.request_timeout);
+    let base_url = base_url(args, front)?;
+    let client = Client::new(&base_url, args.api_key.clone(), args.request_timeout);
     let model = model(args, &client, front)?;
     front.report(Event::Start {
         model: &model,
-        base_url: &args.base_url,
+        base_url: &base_url,
         workspace: &workspace,
     });
+    let specs = tools::specs(&tools);
     let mut agent = Agent {
         client: &client,
-        specs: serde_json::value::to_raw_value(&tools::specs(&tools)).expect("specs are JSON"),
+        specs: serde_json::value::to_raw_value(&specs).expect("specs are JSON"),
+        protocol: args.tool_protocol,
+        tool_names: textproto::names(&specs),
+        text_prompt: textproto::tools_prompt(&specs),
         model,
         tools,
         max_steps: args.max_steps,
@@ -260,6 +266,36 @@ fn read_prompt(args: &Args) -> Result<String> {
         return Err(Error::Usage("the prompt read from stdin is empty".into()));
     }
     Ok(text)
+}
+
+/// The server to talk to: the one given; without --base-url, OPENAI_BASE_URL or
+/// OPENAI_API_KEY, a local server that answers at one of `args.local_servers`; else the hosted
+/// default.
+fn base_url(args: &Args, reporter: &mut dyn Reporter) -> Result<String> {
+    if args.local_servers.is_empty() {
+        return Ok(args.base_url.clone());
+    }
+    let found = server::discover(&args.local_servers);
+    if signal::interrupted() {
+        return Err(Error::Interrupted);
+    }
+    let notice = match &found {
+        Some((url, name)) => format!("found {name} at {url} (no --base-url given)"),
+        None => {
+            let tried: Vec<&str> = args
+                .local_servers
+                .iter()
+                .map(|p| p.base_url.as_str())
+                .collect();
+            format!(
+                "no local server at {}; using {}",
+                tried.join(", "),
+                args.base_url
+            )
+        }
+    };
+    reporter.report(Event::Notice(&notice));
+    Ok(found.map_or_else(|| args.base_url.clone(), |(url, _)| url))
 }
 
 /// The model named by -m or TURN_MODEL; else the server's only model, if it lists just one.

@@ -49,8 +49,20 @@ impl Repeats {
     }
 }
 
+/// What the model reads after the result of a call, when the verdict has something to say.
+pub fn note(verdict: &Verdict) -> Option<String> {
+    match *verdict {
+        Verdict::Fresh => None,
+        Verdict::Warn(n) => Some(warning(n)),
+        Verdict::Stop(n) => Some(format!(
+            "\n\n[turn: you made exactly this call {n} times in a row and got exactly this \
+             result each time, so turn stopped the turn.]"
+        )),
+    }
+}
+
 /// What the model reads after the result of its `n`th identical call.
-pub fn warning(n: u32) -> String {
+fn warning(n: u32) -> String {
     format!(
         "\n\n[turn: you have made exactly this call {n} times in a row and got exactly this \
          result each time. Repeating it will not change anything. Try a different approach: \
@@ -151,7 +163,11 @@ mod tests {
 
     #[test]
     fn the_warning_says_it_plainly() {
-        let text = warning(3);
+        assert_eq!(note(&Verdict::Fresh), None);
+        assert!(note(&Verdict::Stop(5))
+            .unwrap()
+            .contains("5 times in a row"));
+        let text = note(&Verdict::Warn(3)).unwrap();
         assert!(
             text.contains("exactly this call 3 times in a row"),
             "{text}"

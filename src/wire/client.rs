@@ -9,6 +9,7 @@
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::signal::{self, Cut, Guarded};
+use crate::wire::server;
 use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -40,7 +41,8 @@ pub struct Client {
 pub struct Request<'a> {
     pub model: &'a str,
     pub messages: &'a [Box<RawValue>],
-    pub tools: &'a RawValue,
+    /// `None` sends no `tools` at all (the text tool protocol).
+    pub tools: Option<&'a RawValue>,
     pub temperature: Option<f64>,
     pub stream: bool,
 }
@@ -49,7 +51,8 @@ pub struct Request<'a> {
 struct Payload<'a> {
     model: &'a str,
     messages: &'a [Box<RawValue>],
-    tools: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     stream: bool,
@@ -209,12 +212,16 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|secs| secs.min(MAX_RETRY_AFTER));
+        let message = error_text(response);
+        // A refusal of tools will not pass (llama-server words it as a 500): the agent falls
+        // back at once instead.
+        let refused = server::refusal(&message).is_some();
         let error = Error::Api {
             status: Some(status),
-            message: error_text(response),
+            message,
         };
         match status {
-            429 | 500.. => Try::Again(error, retry_after),
+            429 | 500.. if !refused => Try::Again(error, retry_after),
             _ => Try::Fail(error),
         }
     }

@@ -370,6 +370,9 @@ mod tests {
             .collect()
     }
 
+    /// A corpus entry: what it is, the model's text, the tools offered, the calls expected.
+    type Case<'a> = (&'a str, &'a str, &'a [&'a str], Vec<(String, Value)>);
+
     fn one(name: &str, args: Value) -> Vec<(String, Value)> {
         vec![(name.to_string(), args)]
     }
@@ -379,7 +382,7 @@ mod tests {
     #[test]
     fn corpus_of_real_calls() {
         let special = ["special_function", "python", "internet_search"];
-        let cases: Vec<(&str, &str, &[&str], Vec<(String, Value)>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 // Qwen2.5-Coder-1.5B against llama-server, measured for turn issue 9.
                 "qwen2.5-coder fenced json",

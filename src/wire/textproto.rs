@@ -43,6 +43,15 @@ impl Protocol {
     }
 }
 
+/// The names of the tools in `specs` (the `tools` array of a request).
+pub fn names(specs: &Value) -> Vec<String> {
+    let specs = specs.as_array().into_iter().flatten();
+    specs
+        .filter_map(|spec| spec["function"]["name"].as_str())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The part of the system prompt that stands in for `tools`: the one call format, then each
 /// tool with its parameters, from the same specs the native protocol sends. Kept short: small
 /// models often have small context windows.
@@ -169,6 +178,12 @@ mod tests {
             {"type": "function", "function": {"name": "read_file", "description": "Read a file.",
                 "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}}}
         ])
+    }
+
+    #[test]
+    fn names_come_from_the_specs() {
+        assert_eq!(names(&specs()), ["bash", "read_file"]);
+        assert!(names(&json!(null)).is_empty());
     }
 
     #[test]
