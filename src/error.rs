@@ -53,6 +53,10 @@ impl Error {
     /// A line on what to do about it, where there is something to say.
     pub fn hint(&self) -> Option<&'static str> {
         match self {
+            // A server that refuses tools (with --tool-protocol native): how to switch them on.
+            Error::Api { message, .. } if crate::wire::server::refusal(message).is_some() => {
+                crate::wire::server::refusal(message).map(|(_, hint)| hint)
+            }
             Error::Usage(_) => Some("see 'turn --help'"),
             Error::Connect { .. } => {
                 Some("is the server running? set the address with --base-url or OPENAI_BASE_URL")
