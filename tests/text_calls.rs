@@ -313,7 +313,10 @@ fn with_the_native_protocol_a_refusal_is_an_error() {
     );
     let run = turn_with(&ws, &mock, true, &["--tool-protocol", "native", "hi"]).expect(1);
     assert_has(&run.stderr, "does not support tools");
-    assert_has(&run.stderr, "hint: this Ollama model's template has no tool support");
+    assert_has(
+        &run.stderr,
+        "hint: this Ollama model's template has no tool support",
+    );
     assert_eq!(mock.chats().len(), 1);
 }
 
