@@ -8,13 +8,16 @@
 use crate::approve::Approver;
 use crate::context::{self, Keeper};
 use crate::error::{Error, Result};
-use crate::report::{Event, Reporter};
+use crate::repeat::{self, Repeats, Verdict};
+use crate::report::{Event, Origin, Reporter};
 use crate::schema;
 use crate::signal;
 use crate::tools::{self, Context};
 use crate::wire::client::{Client, Request};
 use crate::wire::message::{normalize, Message, ToolCall};
 use crate::wire::stream::Reply;
+use crate::wire::textproto::{self, Protocol};
+use crate::wire::{server, textcalls};
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::{json, Value};
 use std::collections::hash_map::RandomState;
@@ -34,6 +37,12 @@ pub struct Agent<'a> {
     pub approver: Approver,
     /// The context window, and what keeps the history inside it.
     pub context: Keeper,
+    /// --tool-protocol; `Auto` becomes `Text` when the server refuses tools.
+    pub protocol: Protocol,
+    /// The offered tools' names, for calls written as text.
+    pub tool_names: Vec<String>,
+    /// What the text protocol adds to the system prompt (see textproto::tools_prompt).
+    pub text_prompt: String,
 }
 
 impl Agent<'_> {
@@ -50,13 +59,15 @@ impl Agent<'_> {
         // Each message's JSON, in step with `history`: every request resends the whole history,
         // and serializing it anew each time was most of a step's CPU.
         let mut wire: Vec<Box<RawValue>> = Vec::with_capacity(history.len());
+        let mut repeats = Repeats::default();
         // The main loop: one model request per pass.
         let text = loop {
             if steps == self.max_steps {
                 return Err(Error::MaxSteps(self.max_steps));
             }
             steps += 1;
-            let reply = self.ask(history, &mut wire, reporter, true, None)?;
+            let mut reply = self.ask(history, &mut wire, reporter, true, None)?;
+            let origin = self.text_calls(&mut reply);
             // A reply cut short (its budget ran out, or it looped) is not acted on in full:
             // its last call may be cut in the middle, so it is answered, not run.
             let cut = context::cut(&reply);
@@ -94,6 +105,7 @@ impl Agent<'_> {
             }
             // After Ctrl-C the remaining calls are answered without running, so the history
             // still says what happened and what did not.
+            let mut repeating = None;
             for (i, call) in reply.calls.iter().enumerate() {
                 let (id, name, arguments) = (
                     call.id.as_str(),
@@ -104,6 +116,7 @@ impl Agent<'_> {
                     id,
                     name,
                     arguments,
+                    origin,
                 });
                 let mut output = match cut {
                     _ if signal::interrupted() => {
@@ -117,6 +130,14 @@ impl Agent<'_> {
                     _ => tools::run(name, arguments, &self.tools, &mut self.approver),
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
+                let verdict = repeats.record(name, arguments, &output.text);
+                output.text.extend(repeat::note(&verdict));
+                if let Verdict::Stop(times) = verdict {
+                    repeating = Some(Error::Repeating {
+                        tool: name.to_string(),
+                        times,
+                    });
+                }
                 push(history, Message::tool(id, output.text.as_str()), reporter);
                 reporter.report(Event::ToolResult {
                     id,
@@ -125,18 +146,24 @@ impl Agent<'_> {
                     ok: output.ok,
                     output: &output.text,
                     elided: output.elided,
+                    origin,
                 });
             }
             if signal::interrupted() {
                 return Err(Error::Interrupted);
+            }
+            if let Some(error) = repeating {
+                return Err(error);
             }
         };
         Ok(text)
     }
 
     /// One model request for `history` (serialized in `wire`, kept in step): normalized and
-    /// fitted to the context window first. A request the server refuses as too large (or
-    /// silently cuts) is compacted and made again, a few times at most.
+    /// fitted to the context window first, and rendered for the text protocol when that is
+    /// the one in use. A request the server refuses as too large (or silently cuts) is
+    /// compacted and made again, a few times at most; one that refuses tools (under `auto`)
+    /// is made again with the text protocol, for the rest of the run.
     fn ask(
         &mut self,
         history: &mut Vec<Message>,
@@ -145,7 +172,7 @@ impl Agent<'_> {
         with_tools: bool,
         response_format: Option<&Value>,
     ) -> Result<Reply> {
-        let (client, model) = (self.client, self.model.as_str());
+        let client = self.client;
         loop {
             if normalize(history) {
                 wire.clear();
@@ -153,18 +180,26 @@ impl Agent<'_> {
             encode(history, wire)?;
             if self
                 .context
-                .prepare(client, model, history, wire, reporter)?
+                .prepare(client, &self.model, history, wire, reporter)?
             {
                 wire.clear();
                 encode(history, wire)?;
             }
+            // The text protocol sends its own rendering of the history, and no tools.
+            let text = self.protocol == Protocol::Text;
+            let rendered = if text {
+                Some(self.render(history)?)
+            } else {
+                None
+            };
+            let messages = rendered.as_deref().unwrap_or(wire);
             let request = Request {
-                model,
-                messages: wire,
-                tools: with_tools.then_some(&*self.specs),
+                model: &self.model,
+                messages,
+                tools: (with_tools && !text).then_some(&*self.specs),
                 temperature: self.temperature,
                 stream: self.stream,
-                max_tokens: Some(self.context.sending(wire)),
+                max_tokens: Some(self.context.sending(messages)),
                 response_format,
             };
             let result = client
@@ -173,7 +208,7 @@ impl Agent<'_> {
                     if let Some(usage) = reply.usage {
                         reporter.report(Event::Usage(usage));
                     }
-                    self.context.observe(client, model, reply.usage)?;
+                    self.context.observe(client, &self.model, reply.usage)?;
                     Ok(reply)
                 });
             match result {
@@ -184,12 +219,52 @@ impl Agent<'_> {
                 }) => self
                     .context
                     .overflowed(window, prompt, &message, reporter)?,
+                Err(Error::Api { message, .. })
+                    if with_tools
+                        && self.protocol == Protocol::Auto
+                        && server::refusal(&message).is_some() =>
+                {
+                    // The refusal costs a request, not a step.
+                    let hint = server::refusal(&message).map_or("", |(_, hint)| hint);
+                    reporter.report(Event::Fallback {
+                        reason: &message,
+                        hint,
+                    });
+                    self.protocol = Protocol::Text;
+                }
                 other => return other,
             }
         }
     }
 
-    /// Summarizes the history now, to make room (the REPL's /compact).
+    /// Calls the model wrote as text, when the reply has no native ones and the protocol reads
+    /// them: they join `reply.calls`, and run and are stored like native calls (the text stays
+    /// the message's content).
+    fn text_calls(&self, reply: &mut Reply) -> Origin {
+        if !reply.calls.is_empty() || !self.protocol.reads_text_calls() {
+            return Origin::Native;
+        }
+        let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+        let text = reply.content.as_deref().unwrap_or_default();
+        reply.calls = textcalls::recognize(text, &names)
+            .into_iter()
+            .map(|call| ToolCall::new(new_call_id(), call.name, call.arguments))
+            .collect();
+        Origin::Text
+    }
+
+    /// The history as the text protocol sends it, serialized.
+    fn render(&self, history: &[Message]) -> Result<Vec<Box<RawValue>>> {
+        let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+        textproto::render(history, &self.text_prompt, &names)
+            .iter()
+            .map(|message| {
+                to_raw_value(message)
+                    .map_err(|e| Error::Protocol(format!("cannot encode a message: {e}")))
+            })
+            .collect()
+    }
+
     pub fn compact(
         &mut self,
         history: &mut Vec<Message>,

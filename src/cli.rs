@@ -5,6 +5,8 @@
 use crate::approve::Approve;
 use crate::error::{Error, Result};
 use crate::sandbox::Mode;
+use crate::wire::server::{self, Probe};
+use crate::wire::textproto::Protocol;
 use lexopt::prelude::*;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -25,10 +27,18 @@ to the system prompt. Every run is recorded under .turn/sessions/ in the workspa
 Options:
   -m, --model NAME         model to ask [env TURN_MODEL]; if unset and the server lists
                            exactly one model, that one
-      --base-url URL       server address [env OPENAI_BASE_URL, default https://api.openai.com/v1]
-                           the API key comes from OPENAI_API_KEY (unset: no Authorization header)
+      --base-url URL       server address [env OPENAI_BASE_URL]; the API key comes from
+                           OPENAI_API_KEY (unset: no Authorization header). With neither set,
+                           turn looks for a local llama-server (127.0.0.1:8080), Ollama (:11434),
+                           LM Studio (:1234) or vLLM (:8000) [env TURN_LOCAL_SERVERS lists other
+                           HOST:PORTs, or 'off'], else uses https://api.openai.com/v1
       --ca-cert FILE       also trust the CA certificates in FILE (PEM; repeatable), beside
                            the system's bundle or SSL_CERT_FILE / SSL_CERT_DIR
+      --tool-protocol P    how tool calls travel [env TURN_TOOL_PROTOCOL, default auto]:
+                           native: the API's tools and tool_calls only
+                           text: tools described in the system prompt, calls written as text
+                           auto: native, plus calls written as text; a server that refuses
+                             tools gets the text protocol
   -C, --cd DIR             workspace the tools are confined to [default: current directory]
       --max-steps N        stop after N model requests in one turn [default: 50]
       --timeout SECS       kill a bash command (and its process group) after SECS [default: 120]
@@ -76,7 +86,8 @@ Options:
   -h, --help               print this help
 
 Exit codes: 0 done, 1 runtime or server error, 2 usage error, 3 --max-steps reached,
-5 the answer does not match --output-schema, 130 interrupted (Ctrl-C).
+4 the model repeated one call with the same result, 5 the answer does not match
+--output-schema, 130 interrupted (Ctrl-C).
 
 Examples:
   turn -m gpt-4o-mini 'add a --verbose flag to main.rs'
@@ -151,6 +162,10 @@ pub struct Args {
     pub mcp: Vec<String>,
     /// --list-tools: print the tools the model would get, and exit.
     pub list_tools: bool,
+    pub tool_protocol: Protocol,
+    /// Where to look for a local server, in order: empty when the base URL or an API key was
+    /// given (then `base_url` is the one to use).
+    pub local_servers: Vec<Probe>,
 }
 
 /// Parses the arguments after the program name; `env` looks up environment variables.
@@ -161,6 +176,8 @@ pub fn parse(
     let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let mut model = env("TURN_MODEL");
     let mut base_url = env("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".into());
+    let mut base_url_given = env("OPENAI_BASE_URL").is_some() || env("OPENAI_API_KEY").is_some();
+    let mut tool_protocol = None;
     let mut workspace = PathBuf::from(".");
     let (mut max_steps, mut timeout, mut max_output, mut request_timeout) = (50, 120, 50_000, 600);
     let (mut system, mut temperature) = (None, None);
@@ -190,7 +207,16 @@ pub fn parse(
             Short('h') | Long("help") => return Ok(Command::Help),
             Short('V') | Long("version") => return Ok(Command::Version),
             Short('m') | Long("model") => model = Some(text(parser.value()?, "--model")?),
-            Long("base-url") => base_url = text(parser.value()?, "--base-url")?,
+            Long("base-url") => {
+                base_url = text(parser.value()?, "--base-url")?;
+                base_url_given = true;
+            }
+            Long("tool-protocol") => {
+                let value = text(parser.value()?, "--tool-protocol")?;
+                tool_protocol = Some(Protocol::parse(&value).ok_or_else(|| {
+                    Error::Usage(format!("--tool-protocol: {}", bad_protocol(&value)))
+                })?);
+            }
             Short('C') | Long("cd") => workspace = parser.value()?.into(),
             Long("max-steps") => max_steps = positive(parser.value()?, "--max-steps", MAX_STEPS)?,
             Long("timeout") => timeout = positive(parser.value()?, "--timeout", MAX_SECS)?,
@@ -270,6 +296,17 @@ pub fn parse(
         (None, None) => None,
         (None, Some(value)) => Some(positive(value.trim().into(), "TURN_CONTEXT", MAX_TOKENS)?),
     };
+    let tool_protocol = match (tool_protocol, env("TURN_TOOL_PROTOCOL")) {
+        (Some(protocol), _) => protocol,
+        (None, None) => Protocol::Auto,
+        (None, Some(value)) => Protocol::parse(value.trim())
+            .ok_or_else(|| Error::Usage(format!("TURN_TOOL_PROTOCOL: {}", bad_protocol(&value))))?,
+    };
+    let local_servers = if base_url_given {
+        Vec::new()
+    } else {
+        server::probes(env("TURN_LOCAL_SERVERS").as_deref()).map_err(Error::Usage)?
+    };
     let prompt = match (stdin, words.is_empty()) {
         (true, true) => Prompt::Stdin,
         (true, false) => {
@@ -338,7 +375,13 @@ pub fn parse(
         tools_files,
         mcp,
         list_tools,
+        tool_protocol,
+        local_servers,
     })))
+}
+
+fn bad_protocol(value: &str) -> String {
+    format!("the tool protocol is native, text or auto, not '{value}'")
 }
 
 fn bad_mode(value: &str) -> String {
@@ -610,6 +653,58 @@ mod tests {
             Err(Error::Usage(message)) => assert!(message.contains("TURN_CONTEXT"), "{message}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn tool_protocol() {
+        assert_eq!(args(&["x"]).tool_protocol, Protocol::Auto);
+        assert_eq!(
+            args(&["--tool-protocol", "text", "x"]).tool_protocol,
+            Protocol::Text
+        );
+        assert!(usage(&["--tool-protocol", "xml", "x"])
+            .contains("--tool-protocol: the tool protocol is native, text or auto, not 'xml'"));
+        let env = |name: &str| (name == "TURN_TOOL_PROTOCOL").then(|| "native".to_string());
+        let Ok(Command::Run(a)) = parse(["x"].map(OsString::from), env) else {
+            panic!()
+        };
+        assert_eq!(a.tool_protocol, Protocol::Native);
+        let Ok(Command::Run(a)) = parse(["--tool-protocol", "auto", "x"].map(OsString::from), env)
+        else {
+            panic!()
+        };
+        assert_eq!(a.tool_protocol, Protocol::Auto, "the flag wins");
+        let env = |name: &str| (name == "TURN_TOOL_PROTOCOL").then(|| "both".to_string());
+        assert!(matches!(
+            parse(["x"].map(OsString::from), env),
+            Err(Error::Usage(m)) if m.starts_with("TURN_TOOL_PROTOCOL:")
+        ));
+    }
+
+    #[test]
+    fn local_servers_are_probed_only_without_an_address_or_key() {
+        assert_eq!(args(&["x"]).local_servers.len(), 4);
+        assert!(args(&["--base-url", "http://h:1/v1", "x"])
+            .local_servers
+            .is_empty());
+        for var in ["OPENAI_BASE_URL", "OPENAI_API_KEY"] {
+            let env = |name: &str| (name == var).then(|| "http://h:1/v1".to_string());
+            let Ok(Command::Run(a)) = parse(["x"].map(OsString::from), env) else {
+                panic!()
+            };
+            assert!(a.local_servers.is_empty(), "{var}");
+        }
+        let env = |name: &str| (name == "TURN_LOCAL_SERVERS").then(|| "127.0.0.1:9".to_string());
+        let Ok(Command::Run(a)) = parse(["x"].map(OsString::from), env) else {
+            panic!()
+        };
+        assert_eq!(a.local_servers.len(), 1);
+        assert_eq!(a.local_servers[0].base_url, "http://127.0.0.1:9/v1");
+        let env = |name: &str| (name == "TURN_LOCAL_SERVERS").then(|| "nowhere".to_string());
+        assert!(matches!(
+            parse(["x"].map(OsString::from), env),
+            Err(Error::Usage(m)) if m.contains("TURN_LOCAL_SERVERS")
+        ));
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub enum Error {
     MaxSteps(u32),
     /// The final answer did not match --output-schema, also after one re-ask: exit 5.
     Schema(String),
+    /// The model made the same call with the same result this many times in a row: exit 4.
+    Repeating { tool: String, times: u32 },
     /// SIGINT: exit 130.
     Interrupted,
 }
@@ -94,6 +96,7 @@ impl Error {
             | Error::Context(_) => 1,
             Error::MaxSteps(_) => 3,
             Error::Schema(_) => 5,
+            Error::Repeating { .. } => 4,
             Error::Interrupted => 130,
         }
     }
@@ -101,6 +104,10 @@ impl Error {
     /// A line on what to do about it, where there is something to say.
     pub fn hint(&self) -> Option<&'static str> {
         match self {
+            // A server that refuses tools (with --tool-protocol native): how to switch them on.
+            Error::Api { message, .. } if crate::wire::server::refusal(message).is_some() => {
+                crate::wire::server::refusal(message).map(|(_, hint)| hint)
+            }
             Error::Usage(_) => Some("see 'turn --help'"),
             Error::Connect { reach, .. } => Some(match reach {
                 Reach::Refused => {
@@ -145,6 +152,9 @@ impl Error {
             Error::MaxSteps(_) => Some("raise --max-steps, or ask for a smaller step"),
             Error::Schema(_) => Some(
                 "a simpler schema, or a prompt that says what each field should hold, helps small models",
+            ),
+            Error::Repeating { .. } => Some(
+                "ask for a smaller or clearer step, or use a larger model; turn -c resumes the session",
             ),
             Error::Session { .. } => {
                 Some("fix or remove that line; turn never rewrites a session file")
@@ -195,6 +205,11 @@ impl fmt::Display for Error {
                     "the answer does not match the --output-schema schema: {detail}"
                 )
             }
+            Error::Repeating { tool, times } => write!(
+                f,
+                "the model is repeating itself: it made the same {tool} call {times} times in a \
+                 row with the same result, so the turn was stopped"
+            ),
             Error::Interrupted => f.write_str("interrupted"),
         }
     }

@@ -9,6 +9,7 @@ mod cli;
 mod context;
 mod error;
 mod prompt;
+mod repeat;
 mod repl;
 mod report;
 mod sandbox;
@@ -29,6 +30,7 @@ use crate::sandbox::Mode;
 use crate::session::Recorder;
 use crate::wire::client::Client;
 use crate::wire::message::Message;
+use crate::wire::{server, textproto};
 use std::io::{IsTerminal, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -144,21 +146,26 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         user: user_tools(args, &workspace, front)?,
     };
 
-    let client = client(args)?;
+    let base_url = base_url(args, front)?;
+    let client = client(args, &base_url)?;
     let model = model(args, &client, front)?;
-    let specs = serde_json::value::to_raw_value(&tools::specs(&tools)).expect("specs are JSON");
-    let context =
-        context::Keeper::learn(&client, &model, args.context, args.max_tokens)?.with_specs(&specs);
+    let specs = tools::specs(&tools);
+    let raw_specs = serde_json::value::to_raw_value(&specs).expect("specs are JSON");
+    let context = context::Keeper::learn(&client, &model, args.context, args.max_tokens)?
+        .with_specs(&raw_specs);
     front.report(Event::Start {
         model: &model,
-        base_url: &args.base_url,
+        base_url: &base_url,
         workspace: &workspace,
         context: context.window(),
     });
     let mut agent = Agent {
         client: &client,
-        specs,
+        specs: raw_specs,
         context,
+        protocol: args.tool_protocol,
+        tool_names: textproto::names(&specs),
+        text_prompt: textproto::tools_prompt(&specs),
         model,
         tools,
         max_steps: args.max_steps,
@@ -333,18 +340,18 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
 
 /// The client, with the proxy and the CAs the environment and --ca-cert give; warns once when
 /// an API key would cross a network in the clear.
-fn client(args: &Args) -> Result<Client> {
+fn client(args: &Args, base_url: &str) -> Result<Client> {
     use crate::wire::network;
     let env = |name: &str| std::env::var(name).ok();
-    let proxy = network::proxy_for(&args.base_url, &env);
-    if let Some(host) = network::key_in_clear(&args.base_url).filter(|_| args.api_key.is_some()) {
+    let proxy = network::proxy_for(base_url, &env);
+    if let Some(host) = network::key_in_clear(base_url).filter(|_| args.api_key.is_some()) {
         eprintln!(
             "turn: warning: OPENAI_API_KEY is sent in the clear over http:// to {host}; use https:// \
              unless this network is yours"
         );
     }
     #[cfg(feature = "tls")]
-    let trust = if args.base_url.starts_with("https://") {
+    let trust = if base_url.starts_with("https://") {
         let sources = network::trust_files(&env, &args.ca_certs, |p| p.is_file());
         network::load_trust(&sources)?
     } else {
@@ -356,7 +363,7 @@ fn client(args: &Args) -> Result<Client> {
     #[cfg(not(feature = "tls"))]
     let trust = ();
     Client::new(
-        &args.base_url,
+        base_url,
         args.api_key.clone(),
         args.request_timeout,
         proxy,
@@ -483,6 +490,36 @@ fn read_prompt(args: &Args) -> Result<String> {
         return Err(Error::Usage("the prompt read from stdin is empty".into()));
     }
     Ok(text)
+}
+
+/// The server to talk to: the one given; without --base-url, OPENAI_BASE_URL or
+/// OPENAI_API_KEY, a local server that answers at one of `args.local_servers`; else the hosted
+/// default.
+fn base_url(args: &Args, reporter: &mut dyn Reporter) -> Result<String> {
+    if args.local_servers.is_empty() {
+        return Ok(args.base_url.clone());
+    }
+    let found = server::discover(&args.local_servers);
+    if signal::interrupted() {
+        return Err(Error::Interrupted);
+    }
+    let notice = match &found {
+        Some((url, name)) => format!("found {name} at {url} (no --base-url given)"),
+        None => {
+            let tried: Vec<&str> = args
+                .local_servers
+                .iter()
+                .map(|p| p.base_url.as_str())
+                .collect();
+            format!(
+                "no local server at {}; using {}",
+                tried.join(", "),
+                args.base_url
+            )
+        }
+    };
+    reporter.report(Event::Notice(&notice));
+    Ok(found.map_or_else(|| args.base_url.clone(), |(url, _)| url))
 }
 
 /// The model named by -m or TURN_MODEL; else the server's only model, if it lists just one.

@@ -35,6 +35,7 @@ pub enum Event<'a> {
         id: &'a str,
         name: &'a str,
         arguments: &'a str,
+        origin: Origin,
     },
     /// A tool call finished; `output` is what the model will read.
     ToolResult {
@@ -44,9 +45,13 @@ pub enum Event<'a> {
         ok: bool,
         output: &'a str,
         elided: usize,
+        origin: Origin,
     },
     /// The final answer under --output-schema, checked against the schema.
     Answer(&'a Value),
+    /// The server refused native tool calls (`reason`, its words); the run goes on with the
+    /// text tool protocol. `hint` says how to switch native calls on there.
+    Fallback { reason: &'a str, hint: &'a str },
     /// Something the user should know that is not an error: a retry, a cut-off reply.
     Notice(&'a str),
     /// The history was compacted to fit the context window: old tool results stubbed
@@ -63,6 +68,23 @@ pub enum Event<'a> {
     Failed(&'a Error),
     /// The run is over, with the error that ended it, if any.
     End(Option<&'a Error>),
+}
+
+/// Where a tool call came from: the reply's `tool_calls`, or the message text (see
+/// wire::textcalls).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Origin {
+    Native,
+    Text,
+}
+
+impl Origin {
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Native => "native",
+            Origin::Text => "text",
+        }
+    }
 }
 
 pub trait Reporter {
@@ -185,6 +207,10 @@ impl Reporter for Console {
                 self.end_lines();
                 eprintln!("turn: {}", compacted(stage, before, after, window));
             }
+            Event::Fallback { reason, hint } if !self.quiet => {
+                self.end_lines();
+                print_fallback(reason, hint);
+            }
             Event::Failed(error) => {
                 self.end_lines();
                 print_error(error);
@@ -246,8 +272,9 @@ impl Reporter for Json {
                 id,
                 name,
                 arguments,
+                origin,
             } => {
-                json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments})
+                json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments, "origin": origin.name()})
             }
             Event::ToolResult {
                 id,
@@ -255,9 +282,14 @@ impl Reporter for Json {
                 ok,
                 output,
                 elided,
+                origin,
                 ..
             } => {
-                json!({"type": "tool_result", "id": id, "name": name, "ok": ok, "output": output, "elided": elided})
+                json!({"type": "tool_result", "id": id, "name": name, "ok": ok, "output": output, "elided": elided, "origin": origin.name()})
+            }
+            Event::Fallback { reason, hint } => {
+                print_fallback(reason, hint);
+                json!({"type": "fallback", "protocol": "text", "reason": reason, "hint": hint})
             }
             Event::Answer(value) => {
                 self.output = Some(value.clone());
@@ -271,6 +303,7 @@ impl Reporter for Json {
                 let status = match error {
                     None => "ok",
                     Some(Error::MaxSteps(_)) => "max_steps",
+                    Some(Error::Repeating { .. }) => "repeating",
                     Some(Error::Interrupted) => "interrupted",
                     Some(Error::Schema(_)) => "schema",
                     Some(_) => "error",
@@ -313,6 +346,15 @@ pub fn print_error(error: &Error) {
     if let Some(hint) = error.hint() {
         eprintln!("hint: {hint}");
     }
+}
+
+/// The one notice of a fallback to the text tool protocol.
+fn print_fallback(reason: &str, hint: &str) {
+    eprintln!(
+        "turn: the server refuses native tool calls ({reason}); using the text tool protocol \
+         for the rest of the run"
+    );
+    eprintln!("hint: {hint}");
 }
 
 fn write_json(value: &Value) {

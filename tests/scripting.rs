@@ -42,14 +42,21 @@ fn check_schema(event: &Value) {
             assert!(event["text"].is_string());
         }
         "tool_call" => {
-            keys(&["type", "id", "name", "arguments"]);
+            keys(&["type", "id", "name", "arguments", "origin"]);
             assert!(event["arguments"].is_string());
+            assert!(["native", "text"].contains(&event["origin"].as_str().unwrap()));
         }
         "tool_result" => {
-            keys(&["type", "id", "name", "ok", "output", "elided"]);
+            keys(&["type", "id", "name", "ok", "output", "elided", "origin"]);
             assert!(
                 event["ok"].is_boolean() && event["output"].is_string() && event["elided"].is_u64()
             );
+            assert!(["native", "text"].contains(&event["origin"].as_str().unwrap()));
+        }
+        "fallback" => {
+            keys(&["type", "protocol", "reason", "hint"]);
+            assert_eq!(event["protocol"], "text");
+            assert!(event["reason"].is_string() && event["hint"].is_string());
         }
         "compacted" => {
             keys(&["type", "stage", "before", "after", "window"]);
@@ -72,7 +79,15 @@ fn check_schema(event: &Value) {
             }
             let status = event["status"].as_str().unwrap();
             assert!(
-                ["ok", "max_steps", "error", "interrupted", "schema"].contains(&status),
+                [
+                    "ok",
+                    "max_steps",
+                    "repeating",
+                    "error",
+                    "interrupted",
+                    "schema"
+                ]
+                .contains(&status),
                 "{status}"
             );
             assert!(event["steps"].is_u64() && event["text"].is_string());
@@ -201,4 +216,23 @@ fn nothing_but_events_on_stdout() {
     let (run, events) = json_run(&ws, &mock, &["hi"]);
     run.expect(0);
     assert_eq!(types(&events), ["start", "assistant", "done"]);
+}
+
+#[test]
+fn a_fallback_and_a_repeating_model_follow_the_schema() {
+    let ws = Workspace::new();
+    let call = "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"false\"}}\n```";
+    let refusal = Reply::Raw {
+        status: 400,
+        headers: vec![("Content-Type", "application/json".into())],
+        body: json!({"error": {"message": "registry.ollama.ai/library/m does not support tools"}})
+            .to_string(),
+    };
+    let mock = Mock::refusing_tools(vec![Reply::Text(call); 9], refusal);
+    let (run, events) = json_run(&ws, &mock, &["go"]);
+    run.expect(4);
+    let kinds = types(&events);
+    assert_eq!(kinds[..2], ["start", "fallback"]);
+    assert_eq!(kinds[kinds.len() - 2..], ["error", "done"]);
+    assert_eq!(events.last().unwrap()["status"], "repeating");
 }

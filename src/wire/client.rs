@@ -11,6 +11,7 @@ use crate::error::{Error, Reach, Result};
 use crate::report::{Event, Reporter};
 use crate::signal::{self, Cut, Guarded};
 use crate::wire::network;
+use crate::wire::server;
 use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -67,7 +68,8 @@ const PROBE_IDLE: Duration = Duration::from_secs(10);
 pub struct Request<'a> {
     pub model: &'a str,
     pub messages: &'a [Box<RawValue>],
-    /// `None` sends no `tools` at all (OpenAI refuses an empty list).
+    /// `None` sends no `tools` at all (the text tool protocol, a summary, an answer under
+    /// --output-schema; OpenAI refuses an empty list).
     pub tools: Option<&'a RawValue>,
     pub temperature: Option<f64>,
     pub stream: bool,
@@ -363,12 +365,15 @@ impl Client {
                 message,
             });
         }
+        // A refusal of tools will not pass (llama-server words it as a 500): the agent falls
+        // back at once instead.
+        let refused = server::refusal(&message).is_some();
         let error = Error::Api {
             status: Some(status),
             message,
         };
         match status {
-            429 | 500.. => Try::Again(error, retry_after),
+            429 | 500.. if !refused => Try::Again(error, retry_after),
             _ => Try::Fail(error),
         }
     }

@@ -90,6 +90,21 @@ impl Mock {
     }
 
     pub fn with_models(script: Vec<Reply>, models: Value) -> Mock {
+        Mock::serve(script, models, None)
+    }
+
+    /// A server that answers `refusal` to every chat request that carries `tools` (as Ollama,
+    /// llama-server without --jinja or vLLM without auto tool choice do), and serves `script`
+    /// to the others.
+    pub fn refusing_tools(script: Vec<Reply>, refusal: Reply) -> Mock {
+        Mock::serve(
+            script,
+            json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]}),
+            Some(refusal),
+        )
+    }
+
+    fn serve(script: Vec<Reply>, models: Value, refusal: Option<Reply>) -> Mock {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -100,6 +115,7 @@ impl Mock {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let (log, script, models) = (log.clone(), script.clone(), models.clone());
+                let refusal = refusal.clone();
                 std::thread::spawn(move || {
                     let Some(request) = read_request(&stream) else {
                         return;
@@ -112,6 +128,9 @@ impl Mock {
                                 400,
                                 &json!({"error": {"message": why, "type": "invalid_request_error"}}),
                             ),
+                            Ok(()) if refusal.is_some() && request.body.get("tools").is_some() => {
+                                refusal.unwrap()
+                            }
                             Ok(()) => script.lock().unwrap().next().unwrap_or(Reply::Raw {
                                 status: 500,
                                 headers: vec![],

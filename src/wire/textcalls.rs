@@ -1,0 +1,704 @@
+//! Tool calls a model wrote as text. Many local models, or servers whose chat template does not
+//! catch them, put the call in the message text: Qwen2.5-Coder in a ```` ```json ```` block,
+//! Hermes-style models (Qwen2.5, Qwen3, Hermes) in `<tool_call>` tags, Llama 3.x as a bare
+//! object after `<|python_tag|>`, Mistral after `[TOOL_CALLS]`. `recognize` finds such calls.
+//!
+//! The rule is that nothing runs that the model did not clearly call: a call is a JSON object
+//! that names one of the offered tools and carries its arguments (`{"name", "arguments"}`,
+//! `"parameters"` instead of `"arguments"`, or the `{"function": {...}}` wrapping), and it must
+//! stand on its own: alone in a fenced block (`json`, `tool_call`, `xml` or no language), inside
+//! call tags, or the whole message (or its whole last paragraph). JSON that names no offered
+//! tool, shell snippets in ```` ```bash ```` blocks and objects quoted inside prose are answers.
+//!
+//! Pure: text in, calls out. The unit tests hold a corpus of real shapes and near-misses.
+
+use serde_json::{Map, Value};
+
+/// One call found in the text: an offered tool's name and its arguments as a JSON object text.
+#[derive(Debug, PartialEq)]
+pub struct TextCall {
+    pub name: String,
+    pub arguments: String,
+}
+
+/// Tags that wrap a call object: `<tool_call>` (Hermes, Qwen) and the variants llama.cpp's
+/// Hermes parser accepts because models write them.
+const WRAPPERS: [&str; 8] = [
+    "tool_call",
+    "tools",
+    "tool",
+    "function_call",
+    "response",
+    "json",
+    "JSON",
+    "xml",
+];
+
+/// Fence languages a call block may carry (none at all counts too).
+const FENCES: [&str; 5] = ["json", "tool_call", "tool_calls", "xml", "tool"];
+
+/// Special tokens some servers leave in the text around a call.
+const END_TOKENS: [&str; 4] = ["<|eom_id|>", "<|eot_id|>", "<|im_end|>", "</s>"];
+
+/// The calls written in `text`, naming only tools in `tools`; empty when the text is an answer.
+pub fn recognize(text: &str, tools: &[&str]) -> Vec<TextCall> {
+    // Thinking is not calling: only what follows the reasoning counts.
+    let mut text = match text.rfind("</think>") {
+        Some(at) => &text[at + "</think>".len()..],
+        None if text.trim_start().starts_with("<think>") => return Vec::new(),
+        None => text,
+    };
+    text = text.trim();
+    while let Some(token) = END_TOKENS.iter().find(|t| text.ends_with(*t)) {
+        text = text[..text.len() - token.len()].trim_end();
+    }
+    if let Some(rest) = text.strip_prefix("<|python_tag|>") {
+        return sequence(rest, tools).unwrap_or_default();
+    }
+    if text.starts_with("[TOOL_CALLS]") {
+        return mistral(text, tools).unwrap_or_default();
+    }
+    let calls = tagged(text, tools);
+    if !calls.is_empty() {
+        return calls;
+    }
+    let calls = fenced(text, tools);
+    if !calls.is_empty() {
+        return calls;
+    }
+    bare(text, tools)
+}
+
+/// Calls inside tags: `<tool_call>{…}</tool_call>` and its variants (possibly several, the
+/// closing tag possibly missing at the end), `<function=NAME>{…}</function>` and
+/// `<function name="NAME">…</function>`, with JSON or `<parameter=KEY>` arguments.
+fn tagged(text: &str, tools: &[&str]) -> Vec<TextCall> {
+    let mut calls = Vec::new();
+    let mut rest = text;
+    while let Some((at, opener)) = next_opener(rest) {
+        let after = &rest[at..];
+        match opener {
+            Opener::Wrapper(tag) => {
+                let inner = &after[tag.len() + 2..];
+                let close = format!("</{tag}>");
+                let (inner, next) = match inner.find(&close) {
+                    Some(end) => (&inner[..end], &inner[end + close.len()..]),
+                    None => (inner, ""),
+                };
+                calls.extend(wrapped(inner, tools));
+                rest = next;
+            }
+            Opener::Function => {
+                let (found, next) = function(after, tools);
+                calls.extend(found);
+                rest = next;
+            }
+        }
+    }
+    calls
+}
+
+enum Opener {
+    Wrapper(&'static str),
+    Function,
+}
+
+/// Where the next call tag starts in `text`, and which it is. One pass over the `<`s, so a
+/// message full of tags costs linear time.
+fn next_opener(text: &str) -> Option<(usize, Opener)> {
+    text.match_indices('<').find_map(|(at, _)| {
+        let here = &text[at + 1..];
+        if here.starts_with("function=") || here.starts_with("function name=\"") {
+            return Some((at, Opener::Function));
+        }
+        WRAPPERS
+            .into_iter()
+            .find(|tag| here.strip_prefix(tag).is_some_and(|r| r.starts_with('>')))
+            .map(|tag| (at, Opener::Wrapper(tag)))
+    })
+}
+
+/// What a wrapper tag holds: call objects, a `<function…>` block, or either inside a fence.
+fn wrapped(inner: &str, tools: &[&str]) -> Vec<TextCall> {
+    let inner = unfence(inner.trim());
+    if inner.starts_with("<function") {
+        return function(inner, tools).0;
+    }
+    sequence(inner, tools).unwrap_or_default()
+}
+
+/// `<function=NAME>ARGS</function>` or `<function name="NAME">ARGS</function>` at the start of
+/// `text`: the calls found there (none if it is not a call) and the text after it.
+fn function<'a>(text: &'a str, tools: &[&str]) -> (Vec<TextCall>, &'a str) {
+    let (name, body) = if let Some(rest) = text.strip_prefix("<function=") {
+        match rest.split_once('>') {
+            Some((name, body)) => (name.trim(), body),
+            None => return (Vec::new(), ""),
+        }
+    } else if let Some(rest) = text.strip_prefix("<function name=\"") {
+        match rest.split_once("\">") {
+            Some((name, body)) => (name, body),
+            None => return (Vec::new(), ""),
+        }
+    } else {
+        return (Vec::new(), &text[1..]);
+    };
+    let (body, next) = match body.find("</function>") {
+        Some(end) => (&body[..end], &body[end + "</function>".len()..]),
+        None => (body, ""),
+    };
+    if !tools.contains(&name) {
+        return (Vec::new(), next);
+    }
+    let body = body.trim();
+    let arguments = if body.starts_with("<parameter=") {
+        parameters(body)
+    } else {
+        match serde_json::from_str::<Value>(body) {
+            Ok(Value::Object(map)) => Some(map),
+            _ => None,
+        }
+    };
+    let calls = arguments
+        .map(|map| TextCall {
+            name: name.to_string(),
+            arguments: Value::Object(map).to_string(),
+        })
+        .into_iter()
+        .collect();
+    (calls, next)
+}
+
+/// Qwen3-Coder's arguments: `<parameter=KEY>\nVALUE\n</parameter>` repeated. A value that is a
+/// JSON number, boolean, array or object is taken as that; anything else is a string.
+fn parameters(mut body: &str) -> Option<Map<String, Value>> {
+    let mut map = Map::new();
+    loop {
+        body = body.trim_start();
+        if body.is_empty() {
+            return Some(map);
+        }
+        let rest = body.strip_prefix("<parameter=")?;
+        let (key, rest) = rest.split_once('>')?;
+        let (value, rest) = rest.split_once("</parameter>")?;
+        let value = value.strip_prefix('\n').unwrap_or(value);
+        let value = value.strip_suffix('\n').unwrap_or(value);
+        let typed = match serde_json::from_str::<Value>(value.trim()) {
+            Ok(v @ (Value::Number(_) | Value::Bool(_) | Value::Array(_) | Value::Object(_))) => v,
+            _ => Value::String(value.to_string()),
+        };
+        map.insert(key.trim().to_string(), typed);
+        body = rest;
+    }
+}
+
+/// Mistral's `[TOOL_CALLS][{…}]` (or `[TOOL_CALLS] {…}`) and `[TOOL_CALLS]NAME[ARGS]{…}`,
+/// possibly repeated.
+fn mistral(text: &str, tools: &[&str]) -> Option<Vec<TextCall>> {
+    let mut calls = Vec::new();
+    for part in text
+        .split("[TOOL_CALLS]")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        match part.split_once("[ARGS]") {
+            Some((name, arguments)) if !name.contains(['{', '[']) => {
+                let name = name.trim();
+                match serde_json::from_str::<Value>(arguments.trim()) {
+                    Ok(Value::Object(map)) if tools.contains(&name) => calls.push(TextCall {
+                        name: name.to_string(),
+                        arguments: Value::Object(map).to_string(),
+                    }),
+                    _ => return None,
+                }
+            }
+            _ => calls.extend(sequence(part, tools)?),
+        }
+    }
+    Some(calls)
+}
+
+/// Calls in fenced blocks whose whole content is calls; other blocks are left alone.
+fn fenced(text: &str, tools: &[&str]) -> Vec<TextCall> {
+    let mut calls = Vec::new();
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        let Some(info) = fence_open(line) else {
+            continue;
+        };
+        let mut content = String::new();
+        for line in lines.by_ref() {
+            if line.trim() == "```" {
+                break;
+            }
+            content.push_str(line);
+        }
+        if !info.is_empty() && !FENCES.contains(&info.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        let content = content.trim();
+        let found = if content.starts_with('<') {
+            tagged(content, tools)
+        } else {
+            sequence(content, tools).unwrap_or_default()
+        };
+        calls.extend(found);
+    }
+    calls
+}
+
+/// The language of a line that opens a fence (`` ```json ``), or `None`.
+fn fence_open(line: &str) -> Option<&str> {
+    let trimmed = line.trim_start();
+    if line.len() - trimmed.len() > 3 {
+        return None;
+    }
+    let info = trimmed.strip_prefix("```")?.trim();
+    (!info.contains('`')).then_some(info)
+}
+
+/// `text` without a fence around it, if it has one.
+fn unfence(text: &str) -> &str {
+    let Some(first) = text.lines().next().filter(|l| fence_open(l).is_some()) else {
+        return text;
+    };
+    let body = &text[first.len()..];
+    body.trim_end().strip_suffix("```").unwrap_or(body).trim()
+}
+
+/// The whole message as calls (Llama 3.x, Qwen2.5-Coder without a fence), or its last
+/// paragraph when that starts on a line of its own and is nothing but calls.
+fn bare(text: &str, tools: &[&str]) -> Vec<TextCall> {
+    if let Some(calls) = sequence(text, tools) {
+        return calls;
+    }
+    // Lines that could start the trailing calls, latest last; only the last few are tried, so
+    // a long message costs little.
+    let starts: Vec<usize> = text
+        .match_indices('\n')
+        .map(|(at, _)| at + 1)
+        .filter(|&at| text[at..].starts_with(['{', '[']))
+        .collect();
+    let from = starts.len().saturating_sub(16);
+    starts[from..]
+        .iter()
+        .find_map(|&at| sequence(&text[at..], tools))
+        .unwrap_or_default()
+}
+
+/// `text` as one or more calls: objects or arrays of objects, separated by white space, `;` or
+/// `,`. `None` unless every value is a call to an offered tool.
+fn sequence(text: &str, tools: &[&str]) -> Option<Vec<TextCall>> {
+    let mut calls = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+        let value = values.next()?.ok()?;
+        rest = rest[values.byte_offset()..]
+            .trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == ',');
+        match value {
+            Value::Object(object) => calls.push(call(object, tools)?),
+            Value::Array(items) if !items.is_empty() => {
+                for item in items {
+                    match item {
+                        Value::Object(object) => calls.push(call(object, tools)?),
+                        _ => return None,
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    (!calls.is_empty()).then_some(calls)
+}
+
+/// One call object: `{"name", "arguments" | "parameters"}`, optionally with `"type":
+/// "function"` and an `"id"`, or the same inside `{"function": {...}}`. Arguments are an object
+/// or a string holding one. Any other key makes it something else (a config, a manifest).
+fn call(mut object: Map<String, Value>, tools: &[&str]) -> Option<TextCall> {
+    let only = |object: &Map<String, Value>, allowed: &[&str]| {
+        object.keys().all(|k| allowed.contains(&k.as_str()))
+            && object.get("type").is_none_or(|t| t == "function")
+            && object.get("id").is_none_or(Value::is_string)
+    };
+    if let Some(Value::Object(_)) = object.get("function") {
+        if !only(&object, &["function", "type", "id"]) {
+            return None;
+        }
+        let Some(Value::Object(inner)) = object.remove("function") else {
+            return None;
+        };
+        object = inner;
+    }
+    if !only(&object, &["name", "arguments", "parameters", "type", "id"]) {
+        return None;
+    }
+    let name = object.get("name")?.as_str()?;
+    if !tools.contains(&name) {
+        return None;
+    }
+    let arguments = match object
+        .get("arguments")
+        .or_else(|| object.get("parameters"))?
+    {
+        Value::Object(map) => Value::Object(map.clone()).to_string(),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Value::Object(map).to_string(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(TextCall {
+        name: name.to_string(),
+        arguments,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OURS: [&str; 4] = ["bash", "read_file", "write_file", "edit_file"];
+
+    fn calls(text: &str, tools: &[&str]) -> Vec<(String, Value)> {
+        recognize(text, tools)
+            .into_iter()
+            .map(|c| {
+                let args = serde_json::from_str(&c.arguments).expect("arguments are JSON");
+                (c.name, args)
+            })
+            .collect()
+    }
+
+    /// A corpus entry: what it is, the model's text, the tools offered, the calls expected.
+    type Case<'a> = (&'a str, &'a str, &'a [&'a str], Vec<(String, Value)>);
+
+    fn one(name: &str, args: Value) -> Vec<(String, Value)> {
+        vec![(name.to_string(), args)]
+    }
+
+    /// Real shapes: each was written by a model, as reported where the comment says. Tools
+    /// named there are offered under those names.
+    #[test]
+    fn corpus_of_real_calls() {
+        let special = ["special_function", "python", "internet_search"];
+        let cases: Vec<Case> = vec![
+            (
+                // Qwen2.5-Coder-1.5B against llama-server, measured for turn issue 9.
+                "qwen2.5-coder fenced json",
+                "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"python hello.py\"}}\n```",
+                &OURS,
+                one("bash", serde_json::json!({"command": "python hello.py"})),
+            ),
+            (
+                // The same model, two calls in one block, one per line (turn issue 9).
+                "qwen2.5-coder two objects one per line",
+                "To do this, I will write the script and run it.\n\n```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"hello.py\", \"content\": \"print('hi')\\n\"}}\n{\"name\": \"bash\", \"arguments\": {\"command\": \"python hello.py\"}}\n```\n",
+                &OURS,
+                vec![
+                    ("write_file".into(), serde_json::json!({"path": "hello.py", "content": "print('hi')\n"})),
+                    ("bash".into(), serde_json::json!({"command": "python hello.py"})),
+                ],
+            ),
+            (
+                // Qwen2.5-Coder-32B via llama.cpp: bare JSON after prose (openclaw #60601).
+                "qwen2.5-coder-32b prose then bare json",
+                "Sure, let's try again to check the config file.\n\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"config.toml\"}}",
+                &OURS,
+                one("read_file", serde_json::json!({"path": "config.toml"})),
+            ),
+            (
+                // ... and in <tools> tags instead of <tool_call> (openclaw #60601).
+                "qwen2.5-coder-32b tools tag",
+                "<tools>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\"}}\n</tools>",
+                &OURS,
+                one("read_file", serde_json::json!({"path": "src/main.rs"})),
+            ),
+            (
+                // Qwen2.5-Coder-7B: "60% code blocks + 40% plain JSON" (vllm #32926).
+                "qwen2.5-coder plain json",
+                "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls -la\"}}",
+                &OURS,
+                one("bash", serde_json::json!({"command": "ls -la"})),
+            ),
+            (
+                // QwQ/Qwen3 through vLLM's hermes parser test: thinking, then the tag.
+                "hermes after thinking",
+                "好的，用户现在要研发一个5MW的燃气轮机。\n</think>\n\n<tool_call>\n{\"name\": \"internet_search\", \"arguments\": {\"question\": \"5MW燃气轮机设计参数\"}}\n</tool_call>\n\n ",
+                &special,
+                one("internet_search", serde_json::json!({"question": "5MW燃气轮机设计参数"})),
+            ),
+            (
+                // llama.cpp test-chat.cpp, Hermes 2 Pro: the forms its parser accepts.
+                "hermes tool_call multi-line",
+                "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                "hermes function= form",
+                "<function=special_function>{\"arg1\": 1}</function>",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                "hermes function name= form",
+                "<function name=\"special_function\">\n{\"arg1\": 1}\n</function>",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                "hermes response tag in an xml fence",
+                "```xml\n<response>\n    {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</response>\n```",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                "hermes function_call in a json fence",
+                "```json\n\n                    <function_call> {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}} \n                    </function_call> \n``` ",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                "hermes bare fence, indented object",
+                "```\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n```",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                "hermes xml tag, object over lines",
+                "<xml>\n  {\n    \"name\": \"special_function\", \"arguments\": {\"arg1\": 1}\n  }\n</xml>",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                "hermes JSON tag",
+                "<JSON>\n  {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</JSON>",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                // QwQ-32B's template opens <think> itself, so only the close is seen.
+                "qwq thinking without its opening tag",
+                "I'm\nthinking</think>\n<tool_call>{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}</tool_call>",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                // Llama 3.1 and 3.2 templates in llama.cpp test-chat.cpp.
+                "llama 3.x parameters",
+                "{\"name\": \"special_function\", \"parameters\": {\"arg1\": 1}}",
+                &special,
+                one("special_function", serde_json::json!({"arg1": 1})),
+            ),
+            (
+                // Llama through Together AI, as a llama-stack tool parser documents it.
+                "llama python_tag with type",
+                "<|python_tag|>{\n    \"type\": \"function\",\n    \"name\": \"bash\",\n    \"parameters\": {\"command\": \"date\"}\n}<|eom_id|>",
+                &OURS,
+                one("bash", serde_json::json!({"command": "date"})),
+            ),
+            (
+                // vLLM's llama3_json tests: several calls separated by semicolons.
+                "llama 3.x semicolons",
+                "{\"name\": \"read_file\", \"parameters\": {\"path\": \"a\"}}; {\"name\": \"bash\", \"parameters\": {\"command\": \"ls\"}} ; {\"name\": \"read_file\", \"parameters\": {\"path\": \"b\"}}",
+                &OURS,
+                vec![
+                    ("read_file".into(), serde_json::json!({"path": "a"})),
+                    ("bash".into(), serde_json::json!({"command": "ls"})),
+                    ("read_file".into(), serde_json::json!({"path": "b"})),
+                ],
+            ),
+            (
+                // vLLM's llama3_json tests: braces and escaped quotes inside strings.
+                "llama 3.x escapes",
+                "{\"name\": \"bash\", \"parameters\": {\"command\": \"echo \\\"Hello {world}\\\" [x]\"}}",
+                &OURS,
+                one("bash", serde_json::json!({"command": "echo \"Hello {world}\" [x]"})),
+            ),
+            (
+                // Qwen3-Coder's XML form (llama.cpp issue #15012).
+                "qwen3-coder xml parameters",
+                "<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/lib.rs\n</parameter>\n<parameter=offset>\n40\n</parameter>\n</function>\n</tool_call>",
+                &OURS,
+                one("read_file", serde_json::json!({"path": "src/lib.rs", "offset": 40})),
+            ),
+            (
+                // Mistral Nemo / Small 2409 / Ministral (mlx-lm #1374, #1643).
+                "mistral json list with id",
+                "[TOOL_CALLS][{\"name\": \"read_file\", \"arguments\": {\"path\": \"/tmp/test.txt\"}, \"id\": \"abcdefghi\"}]",
+                &OURS,
+                one("read_file", serde_json::json!({"path": "/tmp/test.txt"})),
+            ),
+            (
+                // Devstral / Mistral Small 3.x (Rapid-MLX #1071).
+                "mistral name[ARGS]",
+                "[TOOL_CALLS]bash[ARGS]{\"command\": \"ls src\"}[TOOL_CALLS]read_file[ARGS]{\"path\": \"a\"}",
+                &OURS,
+                vec![
+                    ("bash".into(), serde_json::json!({"command": "ls src"})),
+                    ("read_file".into(), serde_json::json!({"path": "a"})),
+                ],
+            ),
+            (
+                // OpenAI's own shape, which models copy from their training data.
+                "openai function wrapper with string arguments",
+                "```json\n{\"type\": \"function\", \"function\": {\"name\": \"bash\", \"arguments\": \"{\\\"command\\\": \\\"pwd\\\"}\"}}\n```",
+                &OURS,
+                one("bash", serde_json::json!({"command": "pwd"})),
+            ),
+            (
+                "array of calls in a tool_call fence",
+                "```tool_call\n[{\"name\": \"bash\", \"arguments\": {\"command\": \"a\"}}, {\"name\": \"bash\", \"arguments\": {\"command\": \"b\"}}]\n```",
+                &OURS,
+                vec![
+                    ("bash".into(), serde_json::json!({"command": "a"})),
+                    ("bash".into(), serde_json::json!({"command": "b"})),
+                ],
+            ),
+            (
+                "several tool_call tags",
+                "I'll look at both.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}\n</tool_call>",
+                &OURS,
+                vec![
+                    ("read_file".into(), serde_json::json!({"path": "a"})),
+                    ("read_file".into(), serde_json::json!({"path": "b"})),
+                ],
+            ),
+            (
+                "tool_call whose closing tag the server swallowed",
+                "<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}",
+                &OURS,
+                one("bash", serde_json::json!({"command": "ls"})),
+            ),
+            (
+                "a fence the reply cut off",
+                "Let me check.\n```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n",
+                &OURS,
+                one("bash", serde_json::json!({"command": "ls"})),
+            ),
+        ];
+        for (what, text, tools, expected) in cases {
+            assert_eq!(calls(text, tools), expected, "{what}");
+        }
+    }
+
+    /// Answers that look a little like calls: none of them may run anything.
+    #[test]
+    fn near_misses_stay_answers() {
+        let cases: [(&str, &str); 16] = [
+            (
+                // qwen2.5-coder:14b through Ollama answering "hello" (thClaws #50): a tool
+                // that is not offered.
+                "an invented tool",
+                "```json\n{ \"name\": \"Skill\", \"arguments\": { \"name\": \"none\" } }\n```",
+            ),
+            (
+                "a package manifest",
+                "Your package.json should look like this:\n```json\n{\"name\": \"bash\", \"version\": \"1.0.0\", \"scripts\": {\"test\": \"jest\"}}\n```",
+            ),
+            (
+                "a config example",
+                "Set this in config.json:\n```json\n{\"server\": {\"port\": 8080}, \"name\": \"demo\"}\n```\nThen restart.",
+            ),
+            (
+                "a shell snippet",
+                "Run this to see the files:\n```bash\nls -la\n```",
+            ),
+            (
+                "a call-shaped object in a bash fence",
+                "```bash\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```",
+            ),
+            (
+                "a call-shaped object in a python fence",
+                "```python\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```",
+            ),
+            (
+                // vLLM's llama3_json parser takes this as a call; turn does not: the object
+                // is quoted inside a sentence.
+                "an object inside a sentence",
+                "Here is the result: {\"name\": \"bash\", \"parameters\": {\"command\": \"ls\"}} Would you like to know more?",
+            ),
+            (
+                "an object followed by more prose",
+                "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n\nThis would list the files.",
+            ),
+            (
+                "a call without arguments",
+                "```json\n{\"name\": \"bash\"}\n```",
+            ),
+            (
+                "arguments that are not an object",
+                "```json\n{\"name\": \"bash\", \"arguments\": \"ls -la\"}\n```",
+            ),
+            (
+                "a block mixing a call and an example",
+                "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n{\"port\": 8080}\n```",
+            ),
+            (
+                "broken JSON",
+                "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}\n```",
+            ),
+            (
+                // Thinking about a call is not making it.
+                "a call inside unfinished thinking",
+                "<think>I could run <tool_call>{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}</tool_call>",
+            ),
+            (
+                // Llama 3.1's built-in python tool, which turn does not offer.
+                "llama builtin tool",
+                "<|python_tag|>python.call(code=\"print('hey')\")",
+            ),
+            (
+                "a tag naming an unknown function",
+                "<function=rm_rf>{\"path\": \"/\"}</function>",
+            ),
+            ("plain prose", "The tests pass now. I changed `add` in src/lib.rs."),
+        ];
+        for (what, text) in cases {
+            assert_eq!(recognize(text, &OURS), Vec::new(), "{what}");
+        }
+    }
+
+    #[test]
+    fn only_offered_tools_count() {
+        let text = "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```";
+        assert_eq!(recognize(text, &["read_file"]), Vec::new());
+        assert_eq!(recognize(text, &[]), Vec::new());
+        assert_eq!(recognize(text, &["bash"]).len(), 1);
+    }
+
+    #[test]
+    fn a_call_block_and_a_bash_block_run_only_the_call() {
+        let text = "First:\n```bash\nrm -rf build\n```\nI will do it with the tool:\n```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```";
+        assert_eq!(
+            calls(text, &OURS),
+            one("bash", serde_json::json!({"command": "ls"}))
+        );
+    }
+
+    #[test]
+    fn arguments_come_out_as_compact_object_text() {
+        let found = recognize(
+            "{\"name\": \"bash\", \"arguments\": {\"command\":   \"ls\"}}",
+            &OURS,
+        );
+        assert_eq!(found[0].arguments, "{\"command\":\"ls\"}");
+    }
+
+    #[test]
+    fn hostile_input_is_an_answer_and_does_not_hang() {
+        let deep = "[".repeat(10_000);
+        assert!(recognize(&deep, &OURS).is_empty());
+        let many = "{\n".repeat(20_000);
+        assert!(recognize(&many, &OURS).is_empty());
+        let tags = "<tool_call>".repeat(5_000);
+        assert!(recognize(&tags, &OURS).is_empty());
+        assert!(recognize("<function=", &OURS).is_empty());
+        assert!(recognize("<function name=\"bash", &OURS).is_empty());
+        assert!(recognize("[TOOL_CALLS]", &OURS).is_empty());
+        assert!(recognize("```", &OURS).is_empty());
+        assert!(recognize("", &OURS).is_empty());
+        assert!(recognize("<tool_call>é</tool_call>ü", &OURS).is_empty());
+    }
+}

@@ -1,0 +1,275 @@
+//! The tool protocols (`--tool-protocol`), and the text protocol's view of a history.
+//!
+//! The history is always kept in the native form: assistant messages with `tool_calls`, then
+//! one `tool` message per call. That is what sessions record and what the context planner
+//! works on, so a session resumes under either protocol. For the text protocol, `render` turns
+//! that history into the plain conversation such a server takes: no `tool_calls`, no `tool`
+//! role; the tools and the one call format are described at the end of the system prompt
+//! (`tools_prompt`), each call appears as the model wrote it (or in that format), and results
+//! come back as user messages naming the call.
+//!
+//! Pure: messages in, messages out.
+
+use crate::wire::message::{Message, Role};
+use crate::wire::textcalls;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// How tool calls travel between turn and the server.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Protocol {
+    /// `tools` in the request, `tool_calls` in the reply; nothing else is a call.
+    Native,
+    /// No `tools` sent: the system prompt describes them, and calls are written as text.
+    Text,
+    /// Native, and calls written as text count too; a server that refuses `tools` gets the
+    /// text protocol for the rest of the run.
+    Auto,
+}
+
+impl Protocol {
+    pub fn parse(value: &str) -> Option<Protocol> {
+        match value {
+            "native" => Some(Protocol::Native),
+            "text" => Some(Protocol::Text),
+            "auto" => Some(Protocol::Auto),
+            _ => None,
+        }
+    }
+
+    /// Whether calls written in the message text run.
+    pub fn reads_text_calls(self) -> bool {
+        self != Protocol::Native
+    }
+}
+
+/// The names of the tools in `specs` (the `tools` array of a request).
+pub fn names(specs: &Value) -> Vec<String> {
+    let specs = specs.as_array().into_iter().flatten();
+    specs
+        .filter_map(|spec| spec["function"]["name"].as_str())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The part of the system prompt that stands in for `tools`: the one call format, then each
+/// tool with its parameters, from the same specs the native protocol sends. Kept short: small
+/// models often have small context windows.
+pub fn tools_prompt(specs: &Value) -> String {
+    let mut text = String::from(
+        "# Tools\n\n\
+         To use a tool, answer with one fenced block like this and nothing after it:\n\n\
+         ```json\n\
+         {\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n\
+         ```\n\n\
+         \"name\" is the tool and \"arguments\" a JSON object with its parameters. The result \
+         comes back in the next message. Make one call at a time. When the task is done, \
+         answer in plain text without a tool call.\n\nThe tools:\n",
+    );
+    for spec in specs.as_array().into_iter().flatten() {
+        let function = &spec["function"];
+        let name = function["name"].as_str().unwrap_or_default();
+        let required: Vec<&str> = function["parameters"]["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let params: Vec<String> = function["parameters"]["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(param, schema)| {
+                let optional = if required.contains(&param.as_str()) {
+                    ""
+                } else {
+                    "?"
+                };
+                let kind = schema["type"].as_str().unwrap_or("any");
+                format!("{param}{optional}: {kind}")
+            })
+            .collect();
+        let description = function["description"].as_str().unwrap_or_default();
+        text.push_str(&format!(
+            "\n- {name}({}): {description}\n",
+            params.join(", ")
+        ));
+    }
+    text
+}
+
+/// `history` (native form, normalized) as the text protocol sends it, with `prompt` (see
+/// `tools_prompt`) appended to the system message. `tools` are the offered names: an assistant
+/// message whose text does not show its calls (a native call, say from a resumed session) gets
+/// them written out in the text format, so the model sees what it did.
+pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::with_capacity(history.len() + 1);
+    if history.first().is_none_or(|m| m.role != Role::System) {
+        out.push(Message::system(prompt));
+    }
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    for message in history {
+        let text = message.content.as_deref().unwrap_or_default();
+        let (role, text) = match message.role {
+            Role::System => (Role::System, format!("{text}\n\n{prompt}")),
+            Role::User => (Role::User, text.to_string()),
+            Role::Assistant => {
+                for call in &message.tool_calls {
+                    names.insert(&call.id, &call.function.name);
+                }
+                (Role::Assistant, assistant_text(message, tools))
+            }
+            Role::Tool => {
+                let id = message.tool_call_id.as_deref().unwrap_or_default();
+                let name = names.get(id).copied().unwrap_or("tool");
+                (Role::User, format!("Result of {name} call {id}:\n{text}"))
+            }
+        };
+        // Results of several calls, or a prompt after a result, join into one user message:
+        // some chat templates insist that roles alternate.
+        match out.last_mut() {
+            Some(last) if role == Role::User && last.role == Role::User => {
+                let joined = last.content.get_or_insert_with(String::new);
+                joined.push_str("\n\n");
+                joined.push_str(&text);
+            }
+            _ => out.push(match role {
+                Role::System => Message::system(text),
+                Role::Assistant => Message::assistant(Some(text), Vec::new()),
+                _ => Message::user(text),
+            }),
+        }
+    }
+    out
+}
+
+/// An assistant message's text, with its calls written out when the text does not show them.
+fn assistant_text(message: &Message, tools: &[&str]) -> String {
+    let mut text = message.content.clone().unwrap_or_default();
+    if message.tool_calls.is_empty() || !textcalls::recognize(&text, tools).is_empty() {
+        return text;
+    }
+    for call in &message.tool_calls {
+        let arguments: Value = serde_json::from_str(&call.function.arguments)
+            .unwrap_or_else(|_| Value::Object(Default::default()));
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&format!(
+            "```json\n{{\"name\": {}, \"arguments\": {arguments}}}\n```",
+            Value::String(call.function.name.clone())
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::message::ToolCall;
+    use serde_json::json;
+
+    const TOOLS: [&str; 2] = ["bash", "read_file"];
+
+    fn specs() -> Value {
+        json!([
+            {"type": "function", "function": {"name": "bash", "description": "Run a command.",
+                "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}},
+            {"type": "function", "function": {"name": "read_file", "description": "Read a file.",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]}}}
+        ])
+    }
+
+    #[test]
+    fn names_come_from_the_specs() {
+        assert_eq!(names(&specs()), ["bash", "read_file"]);
+        assert!(names(&json!(null)).is_empty());
+    }
+
+    #[test]
+    fn the_prompt_gives_one_format_and_every_tool() {
+        let prompt = tools_prompt(&specs());
+        assert!(prompt
+            .contains("```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```"));
+        assert!(prompt.contains("- bash(command: string): Run a command."));
+        assert!(prompt.contains("- read_file(limit?: integer, path: string): Read a file."));
+        // The example in the prompt is itself a call the recognizer takes.
+        assert_eq!(textcalls::recognize(&prompt, &TOOLS).len(), 1);
+    }
+
+    #[test]
+    fn a_native_history_renders_as_plain_turns() {
+        let history = vec![
+            Message::system("sys"),
+            Message::user("list and read"),
+            Message::assistant(
+                Some("Looking.".into()),
+                vec![
+                    ToolCall::new("c1", "bash", r#"{"command":"ls"}"#),
+                    ToolCall::new("c2", "read_file", r#"{"path":"a"}"#),
+                ],
+            ),
+            Message::tool("c1", "a\nb\n"),
+            Message::tool("c2", "1\thello"),
+            Message::assistant(Some("Done.".into()), vec![]),
+            Message::user("thanks"),
+        ];
+        let out = render(&history, "TOOLS", &TOOLS);
+        let shape: Vec<(Role, &str)> = out
+            .iter()
+            .map(|m| (m.role, m.content.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Role::System, "sys\n\nTOOLS"),
+                (Role::User, "list and read"),
+                (
+                    Role::Assistant,
+                    "Looking.\n\n```json\n{\"name\": \"bash\", \"arguments\": {\"command\":\"ls\"}}\n```\n\n\
+                     ```json\n{\"name\": \"read_file\", \"arguments\": {\"path\":\"a\"}}\n```"
+                ),
+                (
+                    Role::User,
+                    "Result of bash call c1:\na\nb\n\n\nResult of read_file call c2:\n1\thello"
+                ),
+                (Role::Assistant, "Done."),
+                (Role::User, "thanks"),
+            ]
+        );
+        assert!(out
+            .iter()
+            .all(|m| m.tool_calls.is_empty() && m.tool_call_id.is_none()));
+    }
+
+    #[test]
+    fn calls_written_as_text_are_not_written_twice() {
+        let text = "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```";
+        let history = vec![
+            Message::user("go"),
+            Message::assistant(
+                Some(text.into()),
+                vec![ToolCall::new("c1", "bash", r#"{"command":"ls"}"#)],
+            ),
+            Message::tool("c1", "out"),
+        ];
+        let out = render(&history, "TOOLS", &TOOLS);
+        assert_eq!(out[0].role, Role::System, "a system prompt is added");
+        assert_eq!(out[0].content.as_deref(), Some("TOOLS"));
+        assert_eq!(out[2].content.as_deref(), Some(text));
+        assert_eq!(
+            out[3].content.as_deref(),
+            Some("Result of bash call c1:\nout")
+        );
+    }
+
+    #[test]
+    fn protocols_parse() {
+        assert_eq!(Protocol::parse("text"), Some(Protocol::Text));
+        assert_eq!(Protocol::parse("native"), Some(Protocol::Native));
+        assert_eq!(Protocol::parse("auto"), Some(Protocol::Auto));
+        assert_eq!(Protocol::parse("json"), None);
+        assert!(!Protocol::Native.reads_text_calls());
+        assert!(Protocol::Auto.reads_text_calls() && Protocol::Text.reads_text_calls());
+    }
+}
