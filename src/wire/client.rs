@@ -1,6 +1,7 @@
 //! The HTTP side: one blocking ureq agent, POST /chat/completions (streamed or whole), GET
-//! /models, retries with backoff for what may pass (connection failures, 429, 5xx), and error
-//! bodies read in every shape servers use.
+//! /models, retries with backoff for what may pass (connection failures, 408, 429, 5xx that
+//! are not about the request itself: see `failure`), and error bodies read in every shape
+//! servers use.
 //!
 //! ureq's own read timeouts are off on purpose: a read with a timeout retries through EINTR,
 //! which would make Ctrl-C wait. Instead every blocking read runs under `signal::with_deadline`,
@@ -9,6 +10,7 @@
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::signal::{self, Cut, Guarded};
+use crate::wire::failure;
 use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -209,13 +211,19 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|secs| secs.min(MAX_RETRY_AFTER));
+        let (mut message, text) = error_text(response);
+        if let Some(index) = failure::blamed_message(&text) {
+            message.push_str(&blamed(body, index));
+        }
+        let retry = failure::retryable(status, &message);
         let error = Error::Api {
             status: Some(status),
-            message: error_text(response),
+            message,
         };
-        match status {
-            429 | 500.. => Try::Again(error, retry_after),
-            _ => Try::Fail(error),
+        if retry {
+            Try::Again(error, retry_after)
+        } else {
+            Try::Fail(error)
         }
     }
 }
@@ -355,8 +363,25 @@ fn from_server(fault: Fault) -> Error {
     }
 }
 
-/// The message in a failed response's body: JSON in any known shape, else the text itself.
-fn error_text(response: Response<Body>) -> String {
+/// " (message N of the request: …)", for the message an error blames, as the user knows it.
+fn blamed(request: Option<&[u8]>, index: usize) -> String {
+    let request: Value = request
+        .and_then(|body| serde_json::from_slice(body).ok())
+        .unwrap_or_default();
+    let role = request["messages"][index]["role"].as_str();
+    let what = match (index, role) {
+        (0, Some("system")) => "the system prompt",
+        (_, Some("user")) => "a user message",
+        (_, Some("assistant")) => "an assistant message",
+        (_, Some("tool")) => "a tool result",
+        _ => return format!(" (message {index} of the request)"),
+    };
+    format!(" (message {index} of the request: {what}; message 0 is the system prompt)")
+}
+
+/// The message in a failed response's body (JSON in any known shape, else the text itself),
+/// and the body's text.
+fn error_text(response: Response<Body>) -> (String, String) {
     let reason = response
         .status()
         .canonical_reason()
@@ -368,18 +393,18 @@ fn error_text(response: Response<Body>) -> String {
         .into_reader()
         .take(1024 * 1024)
         .read_to_end(&mut bytes);
-    let text = String::from_utf8_lossy(&bytes);
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     if let Some(message) = serde_json::from_str(&text)
         .ok()
         .and_then(|v: Value| stream::error_message(&v))
     {
-        return message;
+        return (message, text);
     }
-    let text = text.trim();
-    if text.is_empty() {
-        reason
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        (reason, text)
     } else {
-        text.chars().take(500).collect()
+        (trimmed.chars().take(500).collect(), text)
     }
 }
 

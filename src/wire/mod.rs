@@ -1,9 +1,11 @@
 //! Everything that crosses the wire to the model server: the HTTP client with its retries
-//! (`client`), the SSE stream and its assembly into one reply (`stream`), and the history's
-//! message types with their normalization (`message`).
+//! (`client`), the SSE stream and its assembly into one reply (`stream`), the history's
+//! message types with their normalization (`message`), and what a server's error says
+//! (`failure`).
 //!
-//! Architecture invariant: `stream` and `message` are pure; only `client` does I/O.
+//! Architecture invariant: `stream`, `message` and `failure` are pure; only `client` does I/O.
 
 pub mod client;
+pub mod failure;
 pub mod message;
 pub mod stream;
