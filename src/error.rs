@@ -29,6 +29,8 @@ pub enum Error {
     Protocol(String),
     /// The server went quiet for longer than --request-timeout: exit 1.
     Timeout(u64),
+    /// One request took longer than --request-deadline in all: exit 1.
+    Deadline(u64),
     /// The model kept calling tools past --max-steps: exit 3.
     MaxSteps(u32),
     /// SIGINT: exit 130.
@@ -41,7 +43,11 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) | Error::File { .. } | Error::Session { .. } => 2,
-            Error::Connect { .. } | Error::Api { .. } | Error::Protocol(_) | Error::Timeout(_) => 1,
+            Error::Connect { .. }
+            | Error::Api { .. }
+            | Error::Protocol(_)
+            | Error::Timeout(_)
+            | Error::Deadline(_) => 1,
             Error::MaxSteps(_) => 3,
             Error::Interrupted => 130,
         }
@@ -64,6 +70,7 @@ impl Error {
                 "check --base-url (it usually ends in /v1) and the model name (-m or TURN_MODEL)",
             ),
             Error::Timeout(_) => Some("a slow local model may need a larger --request-timeout"),
+            Error::Deadline(_) => Some("a slow local model may need a larger --request-deadline"),
             Error::MaxSteps(_) => Some("raise --max-steps, or ask for a smaller step"),
             Error::Session { .. } => {
                 Some("fix or remove that line; turn never rewrites a session file")
@@ -94,6 +101,10 @@ impl fmt::Display for Error {
             Error::Timeout(secs) => {
                 write!(f, "the server sent nothing for {secs}s (--request-timeout)")
             }
+            Error::Deadline(secs) => write!(
+                f,
+                "the server's reply took longer than {secs}s in all (--request-deadline)"
+            ),
             Error::MaxSteps(n) => write!(
                 f,
                 "stopped after {n} steps (--max-steps); the task may be unfinished"

@@ -118,11 +118,12 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         read_only: args.sandbox == Mode::ReadOnly,
     };
 
-    let client = Client::new(&args.base_url, args.api_key.clone(), args.request_timeout);
+    let client = Client::new(&args.base_url, args.api_key.clone(), args.request_timeout)
+        .with_deadline(args.request_deadline);
     let model = model(args, &client, front)?;
     front.report(Event::Start {
         model: &model,
-        base_url: &args.base_url,
+        base_url: &crate::wire::url::redact(&args.base_url),
         workspace: &workspace,
     });
     let mut agent = Agent {

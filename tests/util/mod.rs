@@ -170,7 +170,7 @@ fn json_reply(status: u16, body: &Value) -> Reply {
     }
 }
 
-fn read_request(stream: &TcpStream) -> Option<Received> {
+pub fn read_request(stream: &TcpStream) -> Option<Received> {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .ok()?;
