@@ -274,7 +274,8 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|secs| secs.min(MAX_RETRY_AFTER));
-        let (mut message, text) = error_text(response);
+        let (message, text) = error_text(response);
+        let mut message = url::redact_all(&message);
         if let Some(index) = failure::blamed_message(&text) {
             message.push_str(&blamed(body, index));
         }
