@@ -19,7 +19,8 @@ use util::*;
 const BUDGET: usize = 256 << 20;
 const PATIENCE: Duration = Duration::from_secs(40);
 
-/// A loopback server that hands each request to `serve`, which writes whatever it likes.
+/// A loopback server that hands each request (and how many came so far, this one included)
+/// to `serve`, which writes whatever it likes.
 struct Hostile {
     url: String,
     received: Arc<Mutex<Vec<Received>>>,
@@ -258,7 +259,7 @@ fn a_reply_without_choices_is_an_error() {
     }
 }
 
-/// A redirect to `location`, then (for requests after the first) what `then` writes.
+/// A server that answers every request with a `status` redirect to `location`.
 fn redirecting(status: u16, location: String) -> Hostile {
     Hostile::start(move |stream, _, _| {
         let head = format!(
