@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::sandbox::Mode;
 use crate::wire::server::{self, Probe};
 use crate::wire::textproto::Protocol;
+use crate::wire::url;
 use lexopt::prelude::*;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -46,6 +47,8 @@ Options:
                            (numbers: steps up to 1000000, seconds up to 1000000, CHARS up
                            to 100000000)
       --request-timeout SECS  give up when the server sends nothing for SECS [default: 600]
+      --request-deadline SECS  give up when one request takes longer than SECS in all, even
+                           while the server keeps sending [default: 3600]
       --system FILE        replace the built-in system prompt with FILE's text
       --no-stream          ask for whole responses instead of streamed tokens
       --temperature T      sampling temperature, 0 to 2 [default: the server's]
@@ -133,6 +136,8 @@ pub struct Args {
     pub timeout: u64,
     pub max_output: usize,
     pub request_timeout: u64,
+    /// Seconds one model request may take in all (--request-deadline).
+    pub request_deadline: u64,
     pub system: Option<PathBuf>,
     pub stream: bool,
     pub temperature: Option<f64>,
@@ -180,6 +185,7 @@ pub fn parse(
     let mut tool_protocol = None;
     let mut workspace = PathBuf::from(".");
     let (mut max_steps, mut timeout, mut max_output, mut request_timeout) = (50, 120, 50_000, 600);
+    let mut request_deadline = crate::wire::client::DEADLINE_SECS;
     let (mut system, mut temperature) = (None, None);
     let (mut stream, mut quiet, mut stdin) = (true, false, false);
     let (mut json, mut interactive, mut session) = (false, false, Session::Fresh);
@@ -225,6 +231,9 @@ pub fn parse(
             }
             Long("request-timeout") => {
                 request_timeout = positive(parser.value()?, "--request-timeout", MAX_SECS)?
+            }
+            Long("request-deadline") => {
+                request_deadline = positive(parser.value()?, "--request-deadline", MAX_SECS)?
             }
             Long("system") => system = Some(parser.value()?.into()),
             Long("no-stream") => stream = false,
@@ -335,14 +344,16 @@ pub fn parse(
     let base_url = base_url.trim_end_matches('/').to_string();
     if base_url.starts_with("https://") && !cfg!(feature = "tls") {
         return Err(Error::Usage(format!(
-            "this turn was built without TLS (--no-default-features), so it cannot reach {base_url}; \
-             use an http:// server or a default build"
+            "this turn was built without TLS (--no-default-features), so it cannot reach {}; \
+             use an http:// server or a default build",
+            url::redact(&base_url)
         )));
     }
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(Error::Usage(format!(
             "the base URL (--base-url or OPENAI_BASE_URL) must start with http:// or https://, \
-             not '{base_url}'"
+             not '{}'",
+            url::redact(&base_url)
         )));
     }
     Ok(Command::Run(Box::new(Args {
@@ -355,6 +366,7 @@ pub fn parse(
         timeout,
         max_output,
         request_timeout,
+        request_deadline,
         system,
         stream,
         temperature,
@@ -459,6 +471,7 @@ mod tests {
         );
         assert!(a.stream && !a.quiet && a.model.is_none() && a.api_key.is_none());
         assert_eq!(a.workspace, PathBuf::from("."));
+        assert_eq!(a.request_deadline, 3600);
     }
 
     #[test]
@@ -477,6 +490,8 @@ mod tests {
             "100",
             "--request-timeout",
             "7",
+            "--request-deadline",
+            "60",
             "--system",
             "sys.txt",
             "--no-stream",
@@ -492,6 +507,7 @@ mod tests {
             (a.max_steps, a.timeout, a.max_output, a.request_timeout),
             (3, 9, 100, 7)
         );
+        assert_eq!(a.request_deadline, 60);
         assert_eq!(a.system, Some(PathBuf::from("sys.txt")));
         assert_eq!(a.temperature, Some(0.2));
         assert!(!a.stream && a.quiet);
@@ -540,6 +556,9 @@ mod tests {
         assert!(usage(&["--temperature", "warm", "x"])
             .contains("--temperature must be a number from 0 to 2, not 'warm'"));
         assert!(usage(&["--base-url", "localhost:8080", "x"]).contains("http://"));
+        assert!(usage(&["--request-deadline", "0", "x"]).contains("--request-deadline"));
+        let shown = usage(&["--base-url", "u:secret@localhost:8080", "x"]);
+        assert!(shown.contains("'***@localhost:8080'"), "{shown}");
         assert!(usage(&["--bogus"]).contains("--bogus"));
         assert!(usage(&["--model"]).contains("--model"));
     }

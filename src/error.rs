@@ -57,6 +57,8 @@ pub enum Error {
     Context(String),
     /// The server went quiet for longer than --request-timeout: exit 1.
     Timeout(u64),
+    /// One request took longer than --request-deadline in all: exit 1.
+    Deadline(u64),
     /// The model kept calling tools past --max-steps: exit 3.
     MaxSteps(u32),
     /// The final answer did not match --output-schema, also after one re-ask: exit 5.
@@ -93,7 +95,8 @@ impl Error {
             | Error::Protocol(_)
             | Error::Timeout(_)
             | Error::Overflow { .. }
-            | Error::Context(_) => 1,
+            | Error::Context(_)
+            | Error::Deadline(_) => 1,
             Error::MaxSteps(_) => 3,
             Error::Schema(_) => 5,
             Error::Repeating { .. } => 4,
@@ -149,6 +152,7 @@ impl Error {
                  OLLAMA_CONTEXT_LENGTH, vLLM --max-model-len, LM Studio's context length) and \
                  tell turn with --context N; a smaller --max-tokens leaves more room too",
             ),
+            Error::Deadline(_) => Some("a slow local model may need a larger --request-deadline"),
             Error::MaxSteps(_) => Some("raise --max-steps, or ask for a smaller step"),
             Error::Schema(_) => Some(
                 "a simpler schema, or a prompt that says what each field should hold, helps small models",
@@ -195,6 +199,10 @@ impl fmt::Display for Error {
             Error::Timeout(secs) => {
                 write!(f, "the server sent nothing for {secs}s (--request-timeout)")
             }
+            Error::Deadline(secs) => write!(
+                f,
+                "the server's reply took longer than {secs}s in all (--request-deadline)"
+            ),
             Error::MaxSteps(n) => write!(
                 f,
                 "stopped after {n} steps (--max-steps); the task may be unfinished"

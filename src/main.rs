@@ -147,7 +147,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
 
     let base_url = base_url(args, front)?;
-    let client = client(args, &base_url)?;
+    let client = client(args, &base_url)?.with_deadline(args.request_deadline);
     let model = model(args, &client, front)?;
     let specs = tools::specs(&tools);
     let raw_specs = serde_json::value::to_raw_value(&specs).expect("specs are JSON");
@@ -155,7 +155,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         .with_specs(&raw_specs);
     front.report(Event::Start {
         model: &model,
-        base_url: &base_url,
+        base_url: &crate::wire::url::redact(&base_url),
         workspace: &workspace,
         context: context.window(),
     });

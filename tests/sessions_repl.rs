@@ -57,10 +57,10 @@ fn a_run_killed_mid_loop_resumes_and_completes() {
     let sent = second.chats()[0].messages().clone();
     assert_eq!(
         roles(&sent),
-        ["system", "user", "user"],
-        "the unanswered call was dropped"
+        ["system", "user"],
+        "the unanswered call was dropped, and the two prompts became one"
     );
-    assert_eq!(sent[1]["content"], "make out.txt");
+    assert_eq!(sent[1]["content"], "make out.txt\n\ncontinue");
     let recorded = lines(&ws.path("task.jsonl"));
     assert_eq!(
         roles(&recorded),
@@ -288,7 +288,8 @@ fn ctrl_c_while_waiting_for_the_model_returns_to_the_prompt() {
     let run = repl.finish().expect(0);
     assert_eq!(run.stdout, "fresh answer\n");
     let sent = mock.chats()[1].messages().clone();
-    assert_eq!(roles(&sent), ["system", "user", "user"]);
+    assert_eq!(roles(&sent), ["system", "user"]);
+    assert_eq!(sent[1]["content"], "slow question\n\nquick question");
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! separates a call from its result, and either fits the budget or says it cannot.
 
 use crate::tools::truncate;
-use crate::wire::message::{Message, Role};
+use crate::wire::message::{normalize, Message, Role};
 
 /// Where a history must land, in tokens.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -169,16 +169,25 @@ pub fn rebuild(history: &[Message], keep_from: usize, summary: Message) -> Vec<M
     let mut out: Vec<Message> = before.cloned().collect();
     out.push(summary);
     out.extend(history[keep_from.min(history.len())..].iter().cloned());
+    // The user's messages that were apart may now stand next to each other: normalization
+    // joins them (templates refuse two in a row), their words kept.
+    normalize(&mut out);
     out
 }
 
-/// The summary as the message that stands for the work it covers.
+/// The summary as the message that stands for the work it covers. It is the assistant's (a
+/// handoff note to itself): as a user message, normalization would join it to the user's task
+/// before it (templates refuse two user messages in a row), and the next compaction would keep
+/// it as the user's own words, summaries piling up.
 pub fn summary_message(text: &str) -> Message {
-    Message::user(format!(
+    Message::assistant(
+        Some(format!(
         "{NOTE}The conversation so far was compacted to fit the context window. Summary of the \
          work up to here, for you to continue from:\n\n{}",
         text.trim()
-    ))
+    )),
+        Vec::new(),
+    )
 }
 
 /// The most one tool result may keep of a transcript, and one call's arguments.
@@ -243,7 +252,7 @@ pub fn transcript(history: &[Message], max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::message::{check, normalize, ToolCall};
+    use crate::wire::message::{check, ToolCall};
 
     fn asks(ids: &[&str]) -> Message {
         Message::assistant(
@@ -473,8 +482,19 @@ mod tests {
                 total(&new, budget.fixed)
             );
             assert_eq!(new[0], history[0], "the system prompt stays: {shown}");
-            let kept: Vec<Message> = new.iter().filter(|m| is_users(m)).cloned().collect();
-            assert_eq!(kept, users, "the user's messages stay, verbatim: {shown}");
+            // Verbatim, though user messages that end up side by side are joined into one.
+            let words = |list: &[Message]| {
+                list.iter()
+                    .filter(|m| is_users(m))
+                    .map(|m| text(m).to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            };
+            assert_eq!(
+                words(&new),
+                words(&users),
+                "the user's messages stay: {shown}"
+            );
             assert_eq!(
                 plan_of(&new, &budget),
                 Plan::Fits,

@@ -1,24 +1,31 @@
 //! The HTTP side: one blocking ureq agent, POST /chat/completions (streamed or whole), GET
-//! /models, retries with backoff for what may pass (connection failures, 429, 5xx), and error
-//! bodies read in every shape servers use.
+//! /models, retries with backoff for what may pass (connection failures, 408, 429, 5xx that
+//! are not about the request itself: see `failure`), and error bodies read in every shape
+//! servers use.
 //!
 //! ureq's own read timeouts are off on purpose: a read with a timeout retries through EINTR,
 //! which would make Ctrl-C wait. Instead every blocking read runs under `signal::with_deadline`,
-//! an idle timeout that Ctrl-C can cut short.
+//! an idle timeout that Ctrl-C can cut short, and no later than the request's total deadline
+//! (`--request-deadline`), which a server trickling bytes or keep-alive comments cannot put
+//! off. Redirects are followed here, not by ureq: 307/308 re-send the POST body, to at most
+//! `MAX_REDIRECTS` hops, and the API key goes only to the original origin. Addresses are shown
+//! with their credentials hidden.
 
 use crate::context::window;
 use crate::error::{Error, Reach, Result};
 use crate::report::{Event, Reporter};
 use crate::signal::{self, Cut, Guarded};
+use crate::wire::failure;
 use crate::wire::network;
 use crate::wire::server;
-use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse};
+use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse, MAX_EVENT};
+use crate::wire::url;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Read};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use ureq::http::Response;
 use ureq::Body;
 
@@ -30,6 +37,10 @@ const MAX_RETRY_AFTER: u64 = 120;
 const DRAIN: Duration = Duration::from_millis(500);
 /// A reply body larger than this is refused (a whole response, or an error page).
 const MAX_BODY: u64 = 64 * 1024 * 1024;
+/// Redirects followed for one request.
+const MAX_REDIRECTS: usize = 5;
+/// The total deadline of one request unless `with_deadline` says otherwise (--request-deadline).
+pub const DEADLINE_SECS: u64 = 3600;
 
 pub struct Client {
     agent: ureq::Agent,
@@ -39,6 +50,8 @@ pub struct Client {
     api_key: Option<String>,
     /// Seconds the server may stay silent: before the reply starts, and between chunks.
     idle: Duration,
+    /// How long one request may take in all, retries included.
+    deadline: Duration,
     /// Request fields this server refused, learned on the way (see `complete`).
     refused: Cell<Refused>,
 }
@@ -113,7 +126,7 @@ impl Client {
                 Error::Usage(format!(
                     "{} is not a proxy address turn can use ({e}): '{}'",
                     p.var,
-                    network::redact(&p.url)
+                    url::redact(&p.url)
                 ))
             })?),
         };
@@ -128,7 +141,9 @@ impl Client {
             // CPU than the rest of a step. Bodies stream through in pieces either way.
             .input_buffer_size(16 * 1024)
             .output_buffer_size(16 * 1024)
-            .max_response_header_size(16 * 1024);
+            .max_response_header_size(16 * 1024)
+            // Followed in `try_once`, where a 307/308 can re-send the POST body.
+            .max_redirects(0);
         #[cfg(feature = "tls")]
         let config = match trust {
             Some(certs) => config.tls_config(
@@ -146,6 +161,7 @@ impl Client {
             base_url: base_url.to_string(),
             api_key,
             idle: Duration::from_secs(idle_secs),
+            deadline: Duration::from_secs(DEADLINE_SECS),
             refused: Cell::default(),
         })
     }
@@ -163,22 +179,47 @@ impl Client {
             base_url: String::new(),
             api_key: self.api_key.clone(),
             idle: self.idle.min(PROBE_IDLE),
+            deadline: PROBE_IDLE,
             refused: Cell::default(),
         };
-        let response = match probe.try_once(url, None) {
+        let until = probe.until();
+        let response = match probe.try_once(url, None, until) {
             Try::Done(response) => response,
             Try::Fail(Error::Interrupted) => return Err(Error::Interrupted),
             _ => return Ok(None),
         };
-        let text = match read_body(Guarded {
-            inner: response.into_body().into_reader(),
-            idle: probe.idle,
-        }) {
+        let text = match read_body(probe.reader(response, until)) {
             Ok(text) => text,
             Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(_) => return Ok(None),
         };
         Ok(serde_json::from_str(&text).ok())
+    }
+
+    /// Sets the total deadline of one request (--request-deadline).
+    pub fn with_deadline(mut self, secs: u64) -> Client {
+        self.deadline = Duration::from_secs(secs);
+        self
+    }
+
+    /// The instant a request started now must be over by.
+    fn until(&self) -> Instant {
+        let now = Instant::now();
+        now.checked_add(self.deadline)
+            .unwrap_or(now + Duration::from_secs(u32::MAX.into()))
+    }
+
+    /// A reader of a response body, bounded by the idle timeout and by `until`.
+    fn reader(&self, response: Response<Body>, until: Instant) -> Bounded<impl Read> {
+        Bounded {
+            inner: Guarded {
+                inner: response.into_body().into_reader(),
+                idle: self.idle,
+            },
+            idle: self.idle,
+            until,
+            deadline: self.deadline,
+        }
     }
 
     /// Asks the model for its next message; streamed text is reported as it arrives.
@@ -188,6 +229,7 @@ impl Client {
         new_id: &mut dyn FnMut() -> String,
         reporter: &mut dyn Reporter,
     ) -> Result<Reply> {
+        let until = self.until();
         // A server that refuses an optional field (the usage in streams, the reply budget or
         // its name) gets the request again without it; each field can be refused once.
         let response = loop {
@@ -207,7 +249,7 @@ impl Client {
             };
             let body = serde_json::to_vec(&body)
                 .map_err(|e| Error::Protocol(format!("cannot encode the request: {e}")))?;
-            match self.send("/chat/completions", Some(&body), reporter) {
+            match self.send("/chat/completions", Some(&body), reporter, until) {
                 Err(Error::Api {
                     status: Some(400),
                     message,
@@ -221,10 +263,7 @@ impl Client {
             Piece::Content(text) => reporter.report(Event::Content(text)),
             Piece::Reasoning(text) => reporter.report(Event::Reasoning(text)),
         };
-        let reader = Guarded {
-            inner: response.into_body().into_reader(),
-            idle: self.idle,
-        };
+        let reader = self.reader(response, until);
         if sse {
             read_events(reader, &mut assembler, &mut show)?;
             if assembler.looping() {
@@ -236,6 +275,11 @@ impl Client {
             // A whole response: asked for, or a server that ignored `stream` or sent an error.
             let text = read_body(reader)?;
             assembler.feed(&text, &mut show).map_err(from_server)?;
+        }
+        if !assembler.has_choice() {
+            return Err(Error::Protocol(
+                "the reply held no message (no choices)".into(),
+            ));
         }
         Ok(assembler.finish(new_id))
     }
@@ -269,11 +313,9 @@ impl Client {
 
     /// The ids the server lists under GET /models.
     pub fn models(&self, reporter: &mut dyn Reporter) -> Result<Vec<String>> {
-        let response = self.send("/models", None, reporter)?;
-        let text = read_body(Guarded {
-            inner: response.into_body().into_reader(),
-            idle: self.idle,
-        })?;
+        let until = self.until();
+        let response = self.send("/models", None, reporter, until)?;
+        let text = read_body(self.reader(response, until))?;
         let value: Value = serde_json::from_str(&text)
             .map_err(|_| Error::Protocol(format!("GET /models: {text:.200}")))?;
         let list = value
@@ -298,17 +340,21 @@ impl Client {
         path: &str,
         body: Option<&[u8]>,
         reporter: &mut dyn Reporter,
+        until: Instant,
     ) -> Result<Response<Body>> {
         let url = format!("{}{path}", self.base_url);
         let mut attempt = 1;
         loop {
-            let (error, after) = match self.try_once(&url, body) {
+            let (error, after) = match self.try_once(&url, body, until) {
                 Try::Done(response) => return Ok(response),
                 Try::Fail(error) => return Err(error),
                 Try::Again(error, _) if attempt == ATTEMPTS => return Err(error),
                 Try::Again(error, after) => (error, after),
             };
             let secs = after.unwrap_or(1 << (attempt - 1));
+            if Instant::now() + Duration::from_secs(secs) >= until {
+                return Err(error); // no time left for another try
+            }
             let notice = format!(
                 "{error}; retrying in {secs}s (try {} of {ATTEMPTS})",
                 attempt + 1
@@ -319,33 +365,51 @@ impl Client {
         }
     }
 
-    fn try_once(&self, url: &str, body: Option<&[u8]>) -> Try {
-        let auth = self.api_key.as_ref().map(|key| format!("Bearer {key}"));
-        let call = || match body {
-            Some(body) => {
-                let mut request = self
-                    .agent
-                    .post(url)
-                    .header("Content-Type", "application/json");
-                if let Some(auth) = &auth {
-                    request = request.header("Authorization", auth);
-                }
-                request.send(body)
+    /// One try, following redirects: any for GET, 307 and 308 for POST (which re-send the
+    /// body; a 301, 302 or 303 would turn it into a GET, so they end the try with an error
+    /// naming the new address).
+    fn try_once(&self, url: &str, body: Option<&[u8]>, until: Instant) -> Try {
+        let mut url = url.to_string();
+        let mut auth = self.api_key.as_ref().map(|key| format!("Bearer {key}"));
+        let mut hops = 0;
+        let response = loop {
+            let response = match self.call(&url, body, auth.as_deref(), until) {
+                Try::Done(response) => response,
+                failed => return failed,
+            };
+            let status = response.status().as_u16();
+            if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+                break response;
             }
-            None => {
-                let mut request = self.agent.get(url);
-                if let Some(auth) = &auth {
-                    request = request.header("Authorization", auth);
-                }
-                request.call()
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|location| url::resolve(&url, location));
+            let shown = url::redact(&url);
+            let Some(location) = location else {
+                return Try::Fail(Error::Protocol(format!(
+                    "{shown} answered {status} (a redirect) without a usable Location"
+                )));
+            };
+            let moved = url::redact(&location);
+            if body.is_some() && !matches!(status, 307 | 308) {
+                return Try::Fail(Error::Protocol(format!(
+                    "{shown} redirects to {moved} with {status}, which would turn the request \
+                     into a GET; set --base-url (or OPENAI_BASE_URL) to the new address"
+                )));
             }
-        };
-        let was_signal = |e: &ureq::Error| matches!(e, ureq::Error::Io(io) if io.kind() == io::ErrorKind::Interrupted);
-        let response = match signal::with_deadline(self.idle, call, was_signal) {
-            Ok(response) => response,
-            Err(Cut::Interrupted) => return Try::Fail(Error::Interrupted),
-            Err(Cut::Timeout) => return Try::Fail(Error::Timeout(self.idle.as_secs())),
-            Err(Cut::Failed(error)) => return transport_error(url, error, self.proxy.as_ref()),
+            hops += 1;
+            if hops > MAX_REDIRECTS {
+                return Try::Fail(Error::Protocol(format!(
+                    "more than {MAX_REDIRECTS} redirects, the last from {shown} to {moved}"
+                )));
+            }
+            // The key goes to the address the user gave, not wherever a redirect points.
+            if !url::same_origin(&url, &location) {
+                auth = None;
+            }
+            url = location;
         };
         let status = response.status().as_u16();
         if response.status().is_success() {
@@ -357,25 +421,99 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|secs| secs.min(MAX_RETRY_AFTER));
-        let (message, body) = error_text(response);
-        if let Some(overflow) = window::overflow(&message, body.as_ref()) {
+        let (message, text) = error_text(response);
+        let json: Option<Value> = serde_json::from_str(&text).ok();
+        if let Some(overflow) = window::overflow(&message, json.as_ref()) {
             return Try::Fail(Error::Overflow {
                 window: overflow.window,
                 prompt: overflow.prompt,
                 message,
             });
         }
+        let mut message = url::redact_all(&message);
+        if let Some(index) = failure::blamed_message(&text) {
+            message.push_str(&blamed(body, index));
+        }
         // A refusal of tools will not pass (llama-server words it as a 500): the agent falls
         // back at once instead.
-        let refused = server::refusal(&message).is_some();
+        let retry = failure::retryable(status, &message) && server::refusal(&message).is_none();
         let error = Error::Api {
             status: Some(status),
             message,
         };
-        match status {
-            429 | 500.. if !refused => Try::Again(error, retry_after),
-            _ => Try::Fail(error),
+        if retry {
+            Try::Again(error, retry_after)
+        } else {
+            Try::Fail(error)
         }
+    }
+}
+
+impl Client {
+    /// Sends one request to `url`, waiting for the response head no longer than the idle
+    /// timeout and `until` allow; `Done` holds any response, whatever its status.
+    fn call(&self, url: &str, body: Option<&[u8]>, auth: Option<&str>, until: Instant) -> Try {
+        let call = || match body {
+            Some(body) => {
+                let mut request = self
+                    .agent
+                    .post(url)
+                    .header("Content-Type", "application/json");
+                if let Some(auth) = auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.send(body)
+            }
+            None => {
+                let mut request = self.agent.get(url);
+                if let Some(auth) = auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.call()
+            }
+        };
+        let was_signal = |e: &ureq::Error| matches!(e, ureq::Error::Io(io) if io.kind() == io::ErrorKind::Interrupted);
+        let limit = self.idle.min(left(until));
+        match signal::with_deadline(limit, call, was_signal) {
+            Ok(response) => Try::Done(response),
+            Err(Cut::Interrupted) => Try::Fail(Error::Interrupted),
+            Err(Cut::Timeout) if Instant::now() >= until => {
+                Try::Fail(Error::Deadline(self.deadline.as_secs()))
+            }
+            Err(Cut::Timeout) => Try::Fail(Error::Timeout(self.idle.as_secs())),
+            Err(Cut::Failed(error)) => transport_error(url, error, self.proxy.as_ref()),
+        }
+    }
+}
+
+/// The shortest wait armed: a zero would disarm the alarm and wait for good.
+const MIN_WAIT: Duration = Duration::from_millis(1);
+
+/// The time left until `until`, at least `MIN_WAIT`.
+fn left(until: Instant) -> Duration {
+    until
+        .saturating_duration_since(Instant::now())
+        .max(MIN_WAIT)
+}
+
+/// A response body's reader that gives up after `idle` without a byte, and at `until` in any
+/// case: a server sending keep-alive comments or one byte at a time resets the idle timeout
+/// forever, but not this.
+struct Bounded<R> {
+    inner: Guarded<R>,
+    idle: Duration,
+    until: Instant,
+    /// The whole deadline, for the error.
+    deadline: Duration,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if Instant::now() >= self.until {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline"));
+        }
+        self.inner.idle = self.idle.min(left(self.until));
+        self.inner.read(buf)
     }
 }
 
@@ -420,7 +558,7 @@ fn content_type(response: &Response<Body>) -> String {
 
 /// Feeds SSE lines to the assembler until `[DONE]` or the end of the stream.
 fn read_events(
-    reader: Guarded<impl Read>,
+    reader: Bounded<impl Read>,
     assembler: &mut Assembler,
     show: &mut dyn FnMut(Piece),
 ) -> Result<()> {
@@ -431,12 +569,28 @@ fn read_events(
     let mut plain = String::new();
     loop {
         line.clear();
-        let n = reader
+        // One line at most MAX_EVENT long: a server sending one endless line ends here.
+        let n = (&mut reader)
+            .take(MAX_EVENT as u64 + 1)
             .read_until(b'\n', &mut line)
             .map_err(|e| read_error(reader.get_ref(), e))?;
+        if line.len() > MAX_EVENT {
+            return Err(Error::Protocol(format!(
+                "a line of the reply stream went over {} MiB; a broken or hostile server? \
+                 (turn's cap on one reply)",
+                MAX_EVENT >> 20
+            )));
+        }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches('\n');
         let data = if n == 0 { sse.finish() } else { sse.line(text) };
+        if sse.too_long() {
+            return Err(Error::Protocol(format!(
+                "an event of the reply stream went over {} MiB; a broken or hostile server? \
+                 (turn's cap on one reply)",
+                MAX_EVENT >> 20
+            )));
+        }
         if let Some(data) = data {
             events += 1;
             assembler.feed(&data, show).map_err(from_server)?;
@@ -474,17 +628,25 @@ fn read_events(
     Ok(())
 }
 
-fn read_body(mut reader: Guarded<impl Read>) -> Result<String> {
+fn read_body(mut reader: Bounded<impl Read>) -> Result<String> {
     let mut bytes = Vec::new();
-    let result = (&mut reader).take(MAX_BODY).read_to_end(&mut bytes);
+    let result = (&mut reader).take(MAX_BODY + 1).read_to_end(&mut bytes);
     result.map_err(|e| read_error(&reader, e))?;
+    if bytes.len() as u64 > MAX_BODY {
+        return Err(Error::Protocol(format!(
+            "the reply went over {} MiB; a broken or hostile server? (turn's cap on one reply)",
+            MAX_BODY >> 20
+        )));
+    }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A failed read of a reply, as the user should hear it.
-fn read_error(reader: &Guarded<impl Read>, e: std::io::Error) -> Error {
+fn read_error(reader: &Bounded<impl Read>, e: std::io::Error) -> Error {
     if signal::interrupted() {
         Error::Interrupted
+    } else if e.kind() == std::io::ErrorKind::TimedOut && Instant::now() >= reader.until {
+        Error::Deadline(reader.deadline.as_secs())
     } else if e.kind() == std::io::ErrorKind::TimedOut {
         Error::Timeout(reader.idle.as_secs())
     } else {
@@ -514,9 +676,25 @@ fn from_server(fault: Fault) -> Error {
     }
 }
 
+/// " (message N of the request: …)", for the message an error blames, as the user knows it.
+fn blamed(request: Option<&[u8]>, index: usize) -> String {
+    let request: Value = request
+        .and_then(|body| serde_json::from_slice(body).ok())
+        .unwrap_or_default();
+    let role = request["messages"][index]["role"].as_str();
+    let what = match (index, role) {
+        (0, Some("system")) => "the system prompt",
+        (_, Some("user")) => "a user message",
+        (_, Some("assistant")) => "an assistant message",
+        (_, Some("tool")) => "a tool result",
+        _ => return format!(" (message {index} of the request)"),
+    };
+    format!(" (message {index} of the request: {what}; message 0 is the system prompt)")
+}
+
 /// The message in a failed response's body (JSON in any known shape, else the text itself),
-/// and the body's JSON if it is JSON.
-fn error_text(response: Response<Body>) -> (String, Option<Value>) {
+/// and the body's text.
+fn error_text(response: Response<Body>) -> (String, String) {
     let reason = response
         .status()
         .canonical_reason()
@@ -528,18 +706,19 @@ fn error_text(response: Response<Body>) -> (String, Option<Value>) {
         .into_reader()
         .take(1024 * 1024)
         .read_to_end(&mut bytes);
-    let text = String::from_utf8_lossy(&bytes);
-    let body: Option<Value> = serde_json::from_str(&text).ok();
-    if let Some(message) = body.as_ref().and_then(stream::error_message) {
-        return (message, body);
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    if let Some(message) = serde_json::from_str(&text)
+        .ok()
+        .and_then(|v: Value| stream::error_message(&v))
+    {
+        return (message, text);
     }
-    let text = text.trim();
-    let message = if text.is_empty() {
-        reason
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        (reason, text)
     } else {
-        text.chars().take(500).collect()
-    };
-    (message, body)
+        (trimmed.chars().take(500).collect(), text)
+    }
 }
 
 /// Sleeps in short steps so Ctrl-C is noticed.

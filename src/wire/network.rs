@@ -8,6 +8,7 @@
 //! the environment as a function; only `load_trust` reads files.
 
 use crate::error::{Error, Reach};
+use crate::wire::url;
 use std::path::{Path, PathBuf};
 
 /// A proxy from the environment, and the variable it came from (named in errors).
@@ -267,13 +268,13 @@ pub fn explain(error: &ureq::Error, url: &str, proxy: Option<&Proxy>) -> Error {
         if proxy_failed {
             return Error::Proxy {
                 var: proxy.var,
-                proxy: redact(&proxy.url),
+                proxy: url::redact(&proxy.url),
                 detail,
             };
         }
     }
     Error::Connect {
-        url: redact(url),
+        url: url::redact(url),
         detail,
         reach,
     }
@@ -313,20 +314,6 @@ fn certificate_problem(error: &ureq::Error) -> Option<String> {
         .iter()
         .any(|w| text.to_ascii_lowercase().contains(w))
         .then(|| format!("the TLS handshake failed ({text})"))
-}
-
-/// `url` without a password in its user info: `http://user:***@host/…`.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(end);
-    match authority.rsplit_once('@') {
-        // A user name alone may be a token, so the whole user info goes.
-        Some((_, host)) => format!("{scheme}://***@{host}{path}"),
-        None => url.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -460,16 +447,5 @@ mod tests {
             ]
         );
         assert_eq!(trust_files(&env(&[]), &[], |_| false), []);
-    }
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact("https://user:secret@host:1/v1"),
-            "https://***@host:1/v1"
-        );
-        assert_eq!(redact("http://token@host/v1"), "http://***@host/v1");
-        assert_eq!(redact("http://host/v1?a=b@c"), "http://host/v1?a=b@c");
-        assert_eq!(redact("http://host/v1"), "http://host/v1");
     }
 }

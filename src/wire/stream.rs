@@ -3,11 +3,52 @@
 //!
 //! Pure: lines in, pieces of text and a finished `Reply` out. Tolerant of what real servers
 //! send (llama.cpp, Ollama, vLLM, LM Studio): arguments as objects, calls without index or id,
-//! numeric ids, usage chunks with no choices, `finish_reason: stop` alongside calls.
+//! numeric ids, usage chunks with no choices, `finish_reason: stop` alongside calls. Hard caps
+//! on what one reply may hold (`MAX_*`) turn a server that never stops into a clear error
+//! instead of exhausted memory.
 
 use crate::wire::message::ToolCall;
 use serde::Deserialize;
 use serde_json::Value;
+
+/// The most one reply's text may hold (16 MiB): far beyond what a model writes in one reply.
+pub const MAX_CONTENT: usize = 16 << 20;
+/// The most one tool call's arguments may hold (16 MiB): a `write_file` of a large file fits.
+pub const MAX_ARGUMENTS: usize = 16 << 20;
+/// The most one reply may hold in all (32 MiB): text, reasoning, and every call.
+pub const MAX_REPLY: usize = 32 << 20;
+/// The most tool calls one reply may make.
+pub const MAX_CALLS: usize = 1024;
+/// The most one SSE line, or one event's data, may hold (32 MiB): room for the largest
+/// arguments sent whole in one chunk, JSON-escaped.
+pub const MAX_EVENT: usize = 32 << 20;
+/// What a call costs in `MAX_REPLY` besides its text, so endless empty calls are bounded too.
+const CALL_COST: usize = 64;
+/// The most JSON values one payload may hold: parsed into a tree, a value takes many times
+/// the bytes of its text (`[0,0,…]` would grow 16-fold), so a dense payload is refused before
+/// it is parsed. A real chunk holds a few dozen.
+const MAX_VALUES: usize = 200_000;
+
+/// Whether `data` holds more than `MAX_VALUES` JSON values, counted by the brackets, commas
+/// and colons outside strings. One pass over the bytes, and none for payloads too short to.
+fn too_many_values(data: &str) -> bool {
+    if data.len() <= MAX_VALUES {
+        return false;
+    }
+    let (mut count, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in data.as_bytes() {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{' | b',' | b':') => count += 1,
+            (false, _, _) => {}
+        }
+    }
+    count > MAX_VALUES
+}
 
 /// Splits an SSE byte stream, line by line, into event data. Comments (`: keep-alive`) and
 /// the `event:`/`id:`/`retry:` fields are skipped.
@@ -15,6 +56,7 @@ use serde_json::Value;
 pub struct Sse {
     data: String,
     started: bool,
+    too_long: bool,
 }
 
 impl Sse {
@@ -25,13 +67,23 @@ impl Sse {
             return self.finish();
         }
         if let Some(value) = line.strip_prefix("data:") {
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            if self.data.len() + value.len() + 1 > MAX_EVENT {
+                self.too_long = true;
+                return None;
+            }
             if self.started {
                 self.data.push('\n');
             }
-            self.data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            self.data.push_str(value);
             self.started = true;
         }
         None
+    }
+
+    /// Whether an event's data went over `MAX_EVENT` (what went over was not kept).
+    pub fn too_long(&self) -> bool {
+        self.too_long
     }
 
     /// Whether a line belongs to an event stream: a field, a comment or a blank line.
@@ -151,6 +203,18 @@ pub struct Assembler {
     /// Repeated lines in the text, and in the calls' arguments.
     text_repeats: Repeats,
     argument_repeats: Repeats,
+    /// Whether any payload carried a choice: a reply without one holds no message at all.
+    choice: bool,
+    /// What the reply holds so far, as `MAX_REPLY` counts it.
+    size: usize,
+}
+
+/// A reply that broke one of the caps: a broken or hostile server, not a model's answer.
+fn over(what: &str, limit: usize) -> Fault {
+    Fault::Garbled(format!(
+        "{what} went over {} MiB; a broken or hostile server? (turn's cap on one reply)",
+        limit >> 20
+    ))
 }
 
 impl Assembler {
@@ -159,6 +223,12 @@ impl Assembler {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(());
+        }
+        if too_many_values(data) {
+            return Err(Fault::Garbled(format!(
+                "a payload of the reply holds more than {MAX_VALUES} JSON values; a broken or \
+                 hostile server? (turn's cap on one reply)"
+            )));
         }
         let chunk: Value = serde_json::from_str(data).map_err(|e| {
             let shown: String = data.chars().take(200).collect();
@@ -173,6 +243,7 @@ impl Assembler {
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
             return Ok(());
         };
+        self.choice = true;
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_string());
         }
@@ -185,6 +256,7 @@ impl Assembler {
                 .and_then(Value::as_str)
                 .filter(|t| !t.is_empty())
             {
+                self.grow(text.len())?;
                 show(Piece::Reasoning(text));
                 break;
             }
@@ -194,6 +266,10 @@ impl Assembler {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
         {
+            self.grow(text.len())?;
+            if self.content.len() + text.len() > MAX_CONTENT {
+                return Err(over("the reply's text", MAX_CONTENT));
+            }
             self.content.push_str(text);
             self.text_repeats.feed(text);
             show(Piece::Content(text));
@@ -204,9 +280,24 @@ impl Assembler {
             .into_iter()
             .flatten()
         {
-            self.add_call(call);
+            self.add_call(call)?;
         }
         Ok(())
+    }
+
+    /// Counts `more` bytes against `MAX_REPLY`.
+    fn grow(&mut self, more: usize) -> Result<(), Fault> {
+        self.size = self.size.saturating_add(more);
+        if self.size > MAX_REPLY {
+            return Err(over("the reply", MAX_REPLY));
+        }
+        Ok(())
+    }
+
+    /// Whether any payload carried a choice. One that did not (a stream of only `[DONE]`, a
+    /// body of `{}`) holds no reply at all.
+    pub fn has_choice(&self) -> bool {
+        self.choice
     }
 
     /// Whether `data: [DONE]` was seen.
@@ -224,7 +315,7 @@ impl Assembler {
         self.done || self.finish_reason.is_some()
     }
 
-    fn add_call(&mut self, delta: &Value) {
+    fn add_call(&mut self, delta: &Value) -> Result<(), Fault> {
         let index = delta.get("index").and_then(Value::as_u64);
         let id = match delta.get("id") {
             Some(Value::String(id)) => id.as_str(),
@@ -244,13 +335,38 @@ impl Assembler {
                     && (name.is_empty() || c.name.is_empty())
             }),
         };
-        let slot = slot.unwrap_or_else(|| {
-            self.calls.push(PartialCall {
-                index,
-                ..Default::default()
-            });
-            self.calls.len() - 1
-        });
+        let slot = match slot {
+            Some(slot) => slot,
+            None if self.calls.len() == MAX_CALLS => {
+                return Err(Fault::Garbled(format!(
+                    "the reply made more than {MAX_CALLS} tool calls; a broken or hostile server? \
+                     (turn's cap on one reply)"
+                )))
+            }
+            None => {
+                self.grow(CALL_COST)?;
+                self.calls.push(PartialCall {
+                    index,
+                    ..Default::default()
+                });
+                self.calls.len() - 1
+            }
+        };
+        let arguments = function.and_then(|f| f.get("arguments"));
+        // Arguments sent as an object are the whole arguments at once.
+        let whole = match arguments {
+            Some(Value::String(_) | Value::Null) | None => None,
+            Some(object) => Some(object.to_string()),
+        };
+        let call = &self.calls[slot];
+        let grown = if call.id.is_empty() { id.len() } else { 0 }
+            + if call.name.is_empty() { name.len() } else { 0 }
+            + match (arguments, &whole) {
+                (Some(Value::String(fragment)), _) => fragment.len(),
+                (_, Some(whole)) => whole.len(),
+                _ => 0,
+            };
+        self.grow(grown)?;
         let call = &mut self.calls[slot];
         if call.id.is_empty() {
             call.id = id.to_string();
@@ -258,15 +374,24 @@ impl Assembler {
         if call.name.is_empty() {
             call.name = name.to_string();
         }
-        match function.and_then(|f| f.get("arguments")) {
-            Some(Value::String(fragment)) => {
+        let longer = match (arguments, &whole) {
+            (Some(Value::String(fragment)), _) => call.arguments.len() + fragment.len(),
+            (_, Some(whole)) => whole.len(),
+            _ => 0,
+        };
+        if longer > MAX_ARGUMENTS {
+            return Err(over("one tool call's arguments", MAX_ARGUMENTS));
+        }
+        match (arguments, whole) {
+            (Some(Value::String(fragment)), _) => {
                 call.arguments.push_str(fragment);
                 // Inside a JSON string a newline is written `\n`.
                 self.argument_repeats.feed(&fragment.replace("\\n", "\n"));
             }
-            Some(Value::Null) | None => {}
-            Some(whole) => call.arguments = whole.to_string(), // an object: the whole arguments at once
+            (_, Some(whole)) => call.arguments = whole,
+            _ => {}
         }
+        Ok(())
     }
 
     /// The reply; `new_id` makes ids for calls that came without a usable one (or a repeated one).
@@ -520,6 +645,87 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
             server("too long")
         );
         assert!(matches!(err("<html>"), Fault::Garbled(m) if m.starts_with("not JSON")));
+    }
+
+    /// Feeds `chunk` until the assembler refuses; returns the refusal.
+    fn feed_until_refused(chunk: &str) -> String {
+        let mut assembler = Assembler::default();
+        for _ in 0..100 {
+            if let Err(Fault::Garbled(why)) = assembler.feed(chunk, &mut |_| {}) {
+                return why;
+            }
+        }
+        panic!("never refused");
+    }
+
+    #[test]
+    fn one_reply_is_capped() {
+        let mib = "a".repeat(1 << 20);
+        let content = json!({"choices": [{"delta": {"content": mib}}]}).to_string();
+        assert!(feed_until_refused(&content).starts_with("the reply's text went over 16 MiB"));
+        let call = json!({"choices": [{"delta": {"tool_calls": [
+            {"index": 0, "function": {"name": "bash", "arguments": mib}}]}}]});
+        assert!(feed_until_refused(&call.to_string())
+            .starts_with("one tool call's arguments went over 16 MiB"));
+        let reasoning = json!({"choices": [{"delta": {"reasoning_content": mib}}]}).to_string();
+        assert!(feed_until_refused(&reasoning).starts_with("the reply went over 32 MiB"));
+
+        let mut assembler = Assembler::default();
+        let mut refused = None;
+        for i in 0..=MAX_CALLS {
+            let call = json!({"choices": [{"delta": {"tool_calls": [
+                {"index": i, "function": {"name": "bash", "arguments": "{}"}}]}}]});
+            if let Err(Fault::Garbled(why)) = assembler.feed(&call.to_string(), &mut |_| {}) {
+                refused = Some((i, why));
+                break;
+            }
+        }
+        let (at, why) = refused.expect("refused");
+        assert_eq!(at, MAX_CALLS);
+        assert!(
+            why.starts_with("the reply made more than 1024 tool calls"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn dense_payloads_are_refused_before_parsing() {
+        let dense = format!("[{}0]", "0,".repeat(MAX_VALUES));
+        assert!(too_many_values(&dense));
+        let mut assembler = Assembler::default();
+        let refused = assembler.feed(&dense, &mut |_| {}).unwrap_err();
+        assert!(matches!(refused, Fault::Garbled(why) if why.contains("JSON values")));
+        // Separators inside strings are text, not values.
+        let text = json!({"choices": [{"delta": {"content": "[,:{\\\"".repeat(100_000)}}]});
+        assert!(!too_many_values(&text.to_string()));
+        assembler.feed(&text.to_string(), &mut |_| {}).unwrap();
+    }
+
+    #[test]
+    fn an_endless_event_is_capped() {
+        let mut parser = Sse::default();
+        let line = format!("data: {}", "x".repeat(1 << 20));
+        for _ in 0..40 {
+            assert_eq!(parser.line(&line), None);
+        }
+        assert!(parser.too_long());
+    }
+
+    #[test]
+    fn a_reply_without_choices_says_so() {
+        let mut assembler = Assembler::default();
+        assembler.feed("[DONE]", &mut |_| {}).unwrap();
+        assembler
+            .feed(r#"{"choices":[],"usage":{"prompt_tokens":1}}"#, &mut |_| {})
+            .unwrap();
+        assert!(assembler.done() && !assembler.has_choice());
+        assembler
+            .feed(
+                r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+                &mut |_| {},
+            )
+            .unwrap();
+        assert!(assembler.has_choice());
     }
 
     #[test]

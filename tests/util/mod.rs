@@ -90,7 +90,7 @@ impl Mock {
     }
 
     pub fn with_models(script: Vec<Reply>, models: Value) -> Mock {
-        Mock::serve(script, models, None)
+        Mock::serve(script, models, None, false)
     }
 
     /// A server that answers `refusal` to every chat request that carries `tools` (as Ollama,
@@ -101,10 +101,19 @@ impl Mock {
             script,
             json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]}),
             Some(refusal),
+            false,
         )
     }
 
-    fn serve(script: Vec<Reply>, models: Value, refusal: Option<Reply>) -> Mock {
+    /// Like `start`, but first refusing what llama-server refuses before it runs the model,
+    /// with its status and words: arguments that do not parse as JSON get a 500 "Failed to
+    /// parse tool call arguments as JSON" (llama.cpp's `func_args_not_string`).
+    pub fn llama_server(script: Vec<Reply>) -> Mock {
+        let models = json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]});
+        Mock::serve(script, models, None, true)
+    }
+
+    fn serve(script: Vec<Reply>, models: Value, refusal: Option<Reply>, llama: bool) -> Mock {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -123,6 +132,15 @@ impl Mock {
                     log.lock().unwrap().push(request.clone());
                     let reply = match (request.method.as_str(), request.path.as_str()) {
                         ("GET", "/v1/models") => json_reply(200, &models),
+                        ("POST", "/v1/chat/completions")
+                            if llama && llama_check(&request.body).is_err() =>
+                        {
+                            let why = llama_check(&request.body).unwrap_err();
+                            json_reply(
+                                500,
+                                &json!({"error": {"code": 500, "message": why, "type": "server_error"}}),
+                            )
+                        }
                         ("POST", "/v1/chat/completions") => match check(&request.body) {
                             Err(why) => json_reply(
                                 400,
@@ -203,6 +221,25 @@ pub fn read_request(stream: &TcpStream) -> Option<Received> {
         headers,
         body,
     })
+}
+
+/// What llama-server refuses while it renders the history with a chat template.
+fn llama_check(body: &Value) -> Result<(), String> {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    for message in &messages {
+        let calls = message["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for call in calls {
+            if let Some(args) = call["function"]["arguments"].as_str() {
+                serde_json::from_str::<Value>(args).map_err(|e| {
+                    format!("Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] {e}")
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Strict-server checks on a chat request, as OpenAI applies them.
