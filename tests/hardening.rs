@@ -336,7 +336,10 @@ fn a_torn_session_line_is_skipped_on_every_resume() {
         let sent = mock.chats()[n].messages().clone();
         // "one" was never answered, so "two" joins it (no two user messages in a row).
         assert_eq!(sent[1]["content"], "one\n\ntwo");
-        assert!(sent.last().unwrap()["content"].as_str().unwrap().ends_with(prompt));
+        assert!(sent.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .ends_with(prompt));
     }
     assert_eq!(
         mock.chats()[1].messages().len(),

@@ -89,7 +89,13 @@ fn against(url: &str, args: &[&str]) -> Run {
     let ws = Workspace::new();
     let mock = Mock::start(vec![]); // only for the harness's environment; the URL wins
     let mut command = turn(&ws, &mock);
-    command.env("OPENAI_BASE_URL", url).args(args).arg("go");
+    // A window given: turn asks the hostile server nothing but the chat request (no probes
+    // of /v1/models or /props that a redirect could send elsewhere).
+    command
+        .env("OPENAI_BASE_URL", url)
+        .args(["--context", "32768"])
+        .args(args)
+        .arg("go");
     run(command)
 }
 
@@ -278,7 +284,7 @@ fn a_307_is_followed_with_the_body_and_without_the_key_to_another_origin() {
     command
         .env("OPENAI_BASE_URL", &server.url)
         .env("OPENAI_API_KEY", "sk-secret")
-        .arg("go");
+        .args(["--context", "32768", "go"]);
     let run = run(command).expect(0);
     assert_eq!(run.stdout, "moved and answered\n");
     let first = &server.received()[0];
@@ -308,7 +314,7 @@ fn a_308_on_the_same_server_keeps_the_key() {
     command
         .env("OPENAI_BASE_URL", &server.url)
         .env("OPENAI_API_KEY", "sk-secret")
-        .arg("go");
+        .args(["--context", "32768", "go"]);
     let run = run(command).expect(0);
     assert_eq!(run.stdout, "v2\n");
     let received = server.received();
