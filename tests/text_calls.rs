@@ -430,3 +430,27 @@ fn a_given_address_is_not_probed() {
     assert!(decoy.received().is_empty());
     assert!(!run.stderr.contains("found"), "{}", run.stderr);
 }
+
+/// What Qwen2.5-Coder-1.5B wrote in a measured run: a tool that does not exist.
+const INVENTED_CALL: &str =
+    "```json\n{\n  \"name\": \"python\",\n  \"arguments\": {\n    \"command\": \"python hello.py\"\n  }\n}\n```";
+
+#[test]
+fn a_call_to_an_invented_tool_tells_the_model_which_tools_there_are() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![
+        Reply::Text(INVENTED_CALL),
+        Reply::Text(CAT_CALL),
+        Reply::Text("done"),
+    ]);
+    ws.write("hello.py", "print(1)\n");
+    let run = turn_with(&ws, &mock, true, &["run hello.py"]).expect(0);
+    assert_has(&run.stderr, "[python]  (error: Unknown tool: python.");
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 3);
+    assert_eq!(
+        chats[1].last_content(),
+        "Error: Unknown tool: python. Available tools: bash, read_file, write_file, edit_file"
+    );
+    assert_eq!(chats[2].last_content(), "print(1)\n");
+}

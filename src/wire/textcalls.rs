@@ -9,6 +9,9 @@
 //! stand on its own: alone in a fenced block (`json`, `tool_call`, `xml` or no language), inside
 //! call tags, or the whole message (or its whole last paragraph). JSON that names no offered
 //! tool, shell snippets in ```` ```bash ```` blocks and objects quoted inside prose are answers.
+//! One exception, measured on Qwen2.5-Coder-1.5B, which invents tools (`python`): a message
+//! that is nothing but call objects is a call whatever it names. Nothing runs then; the tool
+//! dispatch answers that the tool does not exist and lists those that do.
 //!
 //! Pure: text in, calls out. The unit tests hold a corpus of real shapes and near-misses.
 
@@ -40,7 +43,10 @@ const FENCES: [&str; 5] = ["json", "tool_call", "tool_calls", "xml", "tool"];
 /// Special tokens some servers leave in the text around a call.
 const END_TOKENS: [&str; 4] = ["<|eom_id|>", "<|eot_id|>", "<|im_end|>", "</s>"];
 
-/// The calls written in `text`, naming only tools in `tools`; empty when the text is an answer.
+/// The calls written in `text` to the tools named in `tools`; empty when the text is an answer.
+/// One exception: a message that is nothing but call objects (bare or alone in a fence) is a
+/// call whatever tool it names, since small models invent tools (`python`, `shell`); the tool
+/// run then says which tools there are, and nothing runs.
 pub fn recognize(text: &str, tools: &[&str]) -> Vec<TextCall> {
     // Thinking is not calling: only what follows the reasoning counts.
     let mut text = match text.rfind("</think>") {
@@ -52,27 +58,67 @@ pub fn recognize(text: &str, tools: &[&str]) -> Vec<TextCall> {
     while let Some(token) = END_TOKENS.iter().find(|t| text.ends_with(*t)) {
         text = text[..text.len() - token.len()].trim_end();
     }
+    let names = Names::Offered(tools);
     if let Some(rest) = text.strip_prefix("<|python_tag|>") {
-        return sequence(rest, tools).unwrap_or_default();
+        return sequence(rest, names).unwrap_or_default();
     }
     if text.starts_with("[TOOL_CALLS]") {
-        return mistral(text, tools).unwrap_or_default();
+        return mistral(text, names).unwrap_or_default();
     }
-    let calls = tagged(text, tools);
+    let calls = tagged(text, names);
     if !calls.is_empty() {
         return calls;
     }
-    let calls = fenced(text, tools);
+    let calls = fenced(text, names);
     if !calls.is_empty() {
         return calls;
     }
-    bare(text, tools)
+    let calls = bare(text, names);
+    if !calls.is_empty() {
+        return calls;
+    }
+    sequence(whole_fence(text).unwrap_or(text), Names::Any).unwrap_or_default()
+}
+
+/// Which tool names a call may have.
+#[derive(Clone, Copy)]
+enum Names<'a> {
+    /// One of these.
+    Offered(&'a [&'a str]),
+    /// Any name that looks like a tool's.
+    Any,
+}
+
+impl Names<'_> {
+    fn allow(self, name: &str) -> bool {
+        match self {
+            Names::Offered(tools) => tools.contains(&name),
+            Names::Any => {
+                (1..=64).contains(&name.len())
+                    && name.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+            }
+        }
+    }
+}
+
+/// The content of the fence that makes up all of `text`, if it is one call fence.
+fn whole_fence(text: &str) -> Option<&str> {
+    let (first, rest) = text.split_once('\n')?;
+    let info = fence_open(first)?;
+    if !(info.is_empty() || FENCES.contains(&info.to_ascii_lowercase().as_str())) {
+        return None;
+    }
+    let inner = rest.trim_end().strip_suffix("```")?;
+    (!inner.contains("```")).then_some(inner)
 }
 
 /// Calls inside tags: `<tool_call>{…}</tool_call>` and its variants (possibly several, the
 /// closing tag possibly missing at the end), `<function=NAME>{…}</function>` and
 /// `<function name="NAME">…</function>`, with JSON or `<parameter=KEY>` arguments.
-fn tagged(text: &str, tools: &[&str]) -> Vec<TextCall> {
+fn tagged(text: &str, names: Names) -> Vec<TextCall> {
     let mut calls = Vec::new();
     let mut rest = text;
     while let Some((at, opener)) = next_opener(rest) {
@@ -85,11 +131,11 @@ fn tagged(text: &str, tools: &[&str]) -> Vec<TextCall> {
                     Some(end) => (&inner[..end], &inner[end + close.len()..]),
                     None => (inner, ""),
                 };
-                calls.extend(wrapped(inner, tools));
+                calls.extend(wrapped(inner, names));
                 rest = next;
             }
             Opener::Function => {
-                let (found, next) = function(after, tools);
+                let (found, next) = function(after, names);
                 calls.extend(found);
                 rest = next;
             }
@@ -119,35 +165,55 @@ fn next_opener(text: &str) -> Option<(usize, Opener)> {
 }
 
 /// What a wrapper tag holds: call objects, a `<function…>` block, or either inside a fence.
-fn wrapped(inner: &str, tools: &[&str]) -> Vec<TextCall> {
+fn wrapped(inner: &str, names: Names) -> Vec<TextCall> {
     let inner = unfence(inner.trim());
     if inner.starts_with("<function") {
-        return function(inner, tools).0;
+        // One or more `<function…>` forms (never wrappers again: no recursion).
+        let (mut calls, mut rest) = (Vec::new(), inner);
+        while let Some(at) = rest.find("<function") {
+            let (found, next) = function(&rest[at..], names);
+            calls.extend(found);
+            rest = next;
+        }
+        return calls;
     }
-    sequence(inner, tools).unwrap_or_default()
+    sequence(inner, names).unwrap_or_default()
 }
 
 /// `<function=NAME>ARGS</function>` or `<function name="NAME">ARGS</function>` at the start of
 /// `text`: the calls found there (none if it is not a call) and the text after it.
-fn function<'a>(text: &'a str, tools: &[&str]) -> (Vec<TextCall>, &'a str) {
-    let (name, body) = if let Some(rest) = text.strip_prefix("<function=") {
-        match rest.split_once('>') {
-            Some((name, body)) => (name.trim(), body),
-            None => return (Vec::new(), ""),
-        }
+fn function<'a>(text: &'a str, names: Names) -> (Vec<TextCall>, &'a str) {
+    let (name, body, next) = if let Some(rest) = text.strip_prefix("<function=") {
+        let Some((name, rest)) = rest.split_once('>') else {
+            return (Vec::new(), "");
+        };
+        let (body, next) = up_to_close(rest);
+        (name.trim(), body, next)
     } else if let Some(rest) = text.strip_prefix("<function name=\"") {
-        match rest.split_once("\">") {
-            Some((name, body)) => (name, body),
-            None => return (Vec::new(), ""),
+        let Some((name, rest)) = rest.split_once('"') else {
+            return (Vec::new(), "");
+        };
+        if let Some(rest) = rest.strip_prefix('>') {
+            let (body, next) = up_to_close(rest);
+            (name, body, next)
+        } else if let Some(rest) = rest.trim_start().strip_prefix("arguments=") {
+            // Qwen2.5-Coder-1.5B: <function name="NAME" arguments='{…}'/>, with the JSON
+            // unescaped inside the quotes.
+            let Some(quote) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+                return (Vec::new(), rest);
+            };
+            let rest = &rest[1..];
+            let Some(end) = rest.find(&format!("{quote}/>")) else {
+                return (Vec::new(), "");
+            };
+            (name, &rest[..end], &rest[end + 3..])
+        } else {
+            return (Vec::new(), rest);
         }
     } else {
         return (Vec::new(), &text[1..]);
     };
-    let (body, next) = match body.find("</function>") {
-        Some(end) => (&body[..end], &body[end + "</function>".len()..]),
-        None => (body, ""),
-    };
-    if !tools.contains(&name) {
+    if !names.allow(name) {
         return (Vec::new(), next);
     }
     let body = body.trim();
@@ -167,6 +233,14 @@ fn function<'a>(text: &'a str, tools: &[&str]) -> (Vec<TextCall>, &'a str) {
         .into_iter()
         .collect();
     (calls, next)
+}
+
+/// The body of a `<function…>` up to its `</function>` (or the end), and the text after it.
+fn up_to_close(text: &str) -> (&str, &str) {
+    match text.find("</function>") {
+        Some(end) => (&text[..end], &text[end + "</function>".len()..]),
+        None => (text, ""),
+    }
 }
 
 /// Qwen3-Coder's arguments: `<parameter=KEY>\nVALUE\n</parameter>` repeated. A value that is a
@@ -194,7 +268,7 @@ fn parameters(mut body: &str) -> Option<Map<String, Value>> {
 
 /// Mistral's `[TOOL_CALLS][{…}]` (or `[TOOL_CALLS] {…}`) and `[TOOL_CALLS]NAME[ARGS]{…}`,
 /// possibly repeated.
-fn mistral(text: &str, tools: &[&str]) -> Option<Vec<TextCall>> {
+fn mistral(text: &str, names: Names) -> Option<Vec<TextCall>> {
     let mut calls = Vec::new();
     for part in text
         .split("[TOOL_CALLS]")
@@ -205,21 +279,21 @@ fn mistral(text: &str, tools: &[&str]) -> Option<Vec<TextCall>> {
             Some((name, arguments)) if !name.contains(['{', '[']) => {
                 let name = name.trim();
                 match serde_json::from_str::<Value>(arguments.trim()) {
-                    Ok(Value::Object(map)) if tools.contains(&name) => calls.push(TextCall {
+                    Ok(Value::Object(map)) if names.allow(name) => calls.push(TextCall {
                         name: name.to_string(),
                         arguments: Value::Object(map).to_string(),
                     }),
                     _ => return None,
                 }
             }
-            _ => calls.extend(sequence(part, tools)?),
+            _ => calls.extend(sequence(part, names)?),
         }
     }
     Some(calls)
 }
 
 /// Calls in fenced blocks whose whole content is calls; other blocks are left alone.
-fn fenced(text: &str, tools: &[&str]) -> Vec<TextCall> {
+fn fenced(text: &str, names: Names) -> Vec<TextCall> {
     let mut calls = Vec::new();
     let mut lines = text.split_inclusive('\n').peekable();
     while let Some(line) = lines.next() {
@@ -238,9 +312,9 @@ fn fenced(text: &str, tools: &[&str]) -> Vec<TextCall> {
         }
         let content = content.trim();
         let found = if content.starts_with('<') {
-            tagged(content, tools)
+            tagged(content, names)
         } else {
-            sequence(content, tools).unwrap_or_default()
+            sequence(content, names).unwrap_or_default()
         };
         calls.extend(found);
     }
@@ -268,8 +342,8 @@ fn unfence(text: &str) -> &str {
 
 /// The whole message as calls (Llama 3.x, Qwen2.5-Coder without a fence), or its last
 /// paragraph when that starts on a line of its own and is nothing but calls.
-fn bare(text: &str, tools: &[&str]) -> Vec<TextCall> {
-    if let Some(calls) = sequence(text, tools) {
+fn bare(text: &str, names: Names) -> Vec<TextCall> {
+    if let Some(calls) = sequence(text, names) {
         return calls;
     }
     // Lines that could start the trailing calls, latest last; only the last few are tried, so
@@ -282,13 +356,13 @@ fn bare(text: &str, tools: &[&str]) -> Vec<TextCall> {
     let from = starts.len().saturating_sub(16);
     starts[from..]
         .iter()
-        .find_map(|&at| sequence(&text[at..], tools))
+        .find_map(|&at| sequence(&text[at..], names))
         .unwrap_or_default()
 }
 
 /// `text` as one or more calls: objects or arrays of objects, separated by white space, `;` or
 /// `,`. `None` unless every value is a call to an offered tool.
-fn sequence(text: &str, tools: &[&str]) -> Option<Vec<TextCall>> {
+fn sequence(text: &str, names: Names) -> Option<Vec<TextCall>> {
     let mut calls = Vec::new();
     let mut rest = text.trim();
     while !rest.is_empty() {
@@ -297,11 +371,11 @@ fn sequence(text: &str, tools: &[&str]) -> Option<Vec<TextCall>> {
         rest = rest[values.byte_offset()..]
             .trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == ',');
         match value {
-            Value::Object(object) => calls.push(call(object, tools)?),
+            Value::Object(object) => calls.push(call(object, names)?),
             Value::Array(items) if !items.is_empty() => {
                 for item in items {
                     match item {
-                        Value::Object(object) => calls.push(call(object, tools)?),
+                        Value::Object(object) => calls.push(call(object, names)?),
                         _ => return None,
                     }
                 }
@@ -315,7 +389,7 @@ fn sequence(text: &str, tools: &[&str]) -> Option<Vec<TextCall>> {
 /// One call object: `{"name", "arguments" | "parameters"}`, optionally with `"type":
 /// "function"` and an `"id"`, or the same inside `{"function": {...}}`. Arguments are an object
 /// or a string holding one. Any other key makes it something else (a config, a manifest).
-fn call(mut object: Map<String, Value>, tools: &[&str]) -> Option<TextCall> {
+fn call(mut object: Map<String, Value>, names: Names) -> Option<TextCall> {
     let only = |object: &Map<String, Value>, allowed: &[&str]| {
         object.keys().all(|k| allowed.contains(&k.as_str()))
             && object.get("type").is_none_or(|t| t == "function")
@@ -334,7 +408,7 @@ fn call(mut object: Map<String, Value>, tools: &[&str]) -> Option<TextCall> {
         return None;
     }
     let name = object.get("name")?.as_str()?;
-    if !tools.contains(&name) {
+    if !names.allow(name) {
         return None;
     }
     let arguments = match object
@@ -398,6 +472,35 @@ mod tests {
                 vec![
                     ("write_file".into(), serde_json::json!({"path": "hello.py", "content": "print('hi')\n"})),
                     ("bash".into(), serde_json::json!({"command": "python hello.py"})),
+                ],
+            ),
+            (
+                // The same model, pretty-printed (measured for turn issue 9).
+                "qwen2.5-coder pretty-printed",
+                "```json\n{\n  \"name\": \"bash\",\n  \"arguments\": {\n    \"command\": \"echo 'Hello, world!'\"\n  }\n}\n```",
+                &OURS,
+                one("bash", serde_json::json!({"command": "echo 'Hello, world!'"})),
+            ),
+            (
+                // The same model: calls as XML attributes inside <tools>, the JSON unescaped
+                // in single quotes (measured for turn issue 9).
+                "qwen2.5-coder-1.5b function attributes",
+                "<tools>\n    <function name=\"write_file\" arguments='{\"content\": \"print('Hello, world!')\", \"path\": \"hello.py\"}'/>\n    <function name=\"bash\" arguments='{\"command\": \"./hello.py\"}'/>\n</tools>",
+                &OURS,
+                vec![
+                    ("write_file".into(), serde_json::json!({"content": "print('Hello, world!')", "path": "hello.py"})),
+                    ("bash".into(), serde_json::json!({"command": "./hello.py"})),
+                ],
+            ),
+            (
+                // The same model, after a failed run: prose, then calls as examples
+                // (measured for turn issue 9). Both blocks are calls.
+                "qwen2.5-coder-1.5b calls among prose",
+                "You need to create the `hello.py` file first. You can do this using the `write_file` function:\n```json\n{\"name\": \"write_file\", \"arguments\": {\"content\": \"print('Hello, world!')\", \"path\": \"hello.py\"}}\n```\nThen, you can run the script using the `bash` function:\n```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"python3 hello.py\"}}\n```\nThis will print 'Hello, world!' to the console.",
+                &OURS,
+                vec![
+                    ("write_file".into(), serde_json::json!({"content": "print('Hello, world!')", "path": "hello.py"})),
+                    ("bash".into(), serde_json::json!({"command": "python3 hello.py"})),
                 ],
             ),
             (
@@ -588,10 +691,8 @@ mod tests {
     fn near_misses_stay_answers() {
         let cases: [(&str, &str); 16] = [
             (
-                // qwen2.5-coder:14b through Ollama answering "hello" (thClaws #50): a tool
-                // that is not offered.
-                "an invented tool",
-                "```json\n{ \"name\": \"Skill\", \"arguments\": { \"name\": \"none\" } }\n```",
+                "an invented tool in a block among prose",
+                "You could call it like this:\n```json\n{ \"name\": \"Skill\", \"arguments\": { \"name\": \"none\" } }\n```\nif it existed.",
             ),
             (
                 "a package manifest",
@@ -660,9 +761,45 @@ mod tests {
         }
     }
 
+    /// Small models invent tools. A message that is nothing but such a call is still a call,
+    /// so the model hears which tools there are (the run of an unknown tool is an error).
+    #[test]
+    fn a_message_that_is_only_a_call_is_a_call_to_whatever_it_names() {
+        // Qwen2.5-Coder-1.5B against llama-server, measured for turn issue 9.
+        let text = "```json\n{\n  \"name\": \"python\",\n  \"arguments\": {\n    \"command\": \"python hello.py\",\n    \"timeout\": 60\n  }\n}\n```";
+        assert_eq!(
+            calls(text, &OURS),
+            one(
+                "python",
+                serde_json::json!({"command": "python hello.py", "timeout": 60})
+            )
+        );
+        // qwen2.5-coder:14b through Ollama answering "hello" (thClaws #50).
+        let text = "```json\n{ \"name\": \"Skill\", \"arguments\": { \"name\": \"none\" } }\n```";
+        assert_eq!(
+            calls(text, &OURS),
+            one("Skill", serde_json::json!({"name": "none"}))
+        );
+        let bare = "{\"name\": \"shell\", \"arguments\": {\"cmd\": \"ls\"}}";
+        assert_eq!(
+            calls(bare, &OURS),
+            one("shell", serde_json::json!({"cmd": "ls"}))
+        );
+        // Still only call objects, and names that look like a tool's.
+        for text in [
+            "```json\n{\"name\": \"demo\", \"version\": \"1.0\"}\n```",
+            "```json\n{\"name\": \"rm -rf /\", \"arguments\": {}}\n```",
+            "```bash\n{\"name\": \"python\", \"arguments\": {}}\n```",
+            "```json\n{\"name\": \"python\", \"arguments\": {}}\n```\nand more text",
+            "Call it so: {\"name\": \"python\", \"arguments\": {}}",
+        ] {
+            assert_eq!(recognize(text, &OURS), Vec::new(), "{text}");
+        }
+    }
+
     #[test]
     fn only_offered_tools_count() {
-        let text = "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```";
+        let text = "Like this:\n```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n```\n";
         assert_eq!(recognize(text, &["read_file"]), Vec::new());
         assert_eq!(recognize(text, &[]), Vec::new());
         assert_eq!(recognize(text, &["bash"]).len(), 1);
@@ -700,5 +837,9 @@ mod tests {
         assert!(recognize("```", &OURS).is_empty());
         assert!(recognize("", &OURS).is_empty());
         assert!(recognize("<tool_call>é</tool_call>ü", &OURS).is_empty());
+        let nested = "<tool_call><function=bash>".repeat(3000);
+        assert!(recognize(&nested, &OURS).is_empty());
+        let attrs = "<tools><function name=\"bash\" arguments='".repeat(3000);
+        assert!(recognize(&attrs, &OURS).is_empty());
     }
 }
