@@ -42,9 +42,15 @@ Options:
                            read-only: no writes anywhere (but /dev/null)
                            off: no Landlock, only the keyword screen
       --writable DIR       with workspace-write, let commands write in DIR too (repeatable)
-      --no-network         bash commands may make no TCP connections (Landlock ABI 4+)
+      --no-network         bash commands get no network: no TCP, UDP or Unix sockets
       --require-landlock   refuse to run when the kernel has no Landlock, instead of falling
-                           back to the keyword screen
+                           back to the other layers
+      --require-isolation  refuse to run unless every sandbox layer works here (namespaces,
+                           Landlock, seccomp), instead of falling back with a notice
+      --pass-env NAME      give commands the variable NAME although it looks secret (KEY,
+                           TOKEN, SECRET, PASSWORD, ...) or leads to a socket (repeatable)
+      --sandbox-check      print which sandbox layers work here and why not, then exit
+                           (0: all of them)
       --approve MODE       never: run what the sandbox allows (default without a terminal)
                            ask: confirm each command and file write (default on a terminal)
                            dangerous: confirm only commands the keyword screen flags
@@ -68,6 +74,8 @@ Examples:
 #[derive(Debug, PartialEq)]
 pub enum Command {
     Run(Box<Args>),
+    /// `--sandbox-check`, with the sandbox flags given beside it.
+    SandboxCheck(Box<Args>),
     Help,
     Version,
 }
@@ -114,6 +122,9 @@ pub struct Args {
     pub writable: Vec<PathBuf>,
     pub no_network: bool,
     pub require_landlock: bool,
+    pub require_isolation: bool,
+    /// Withheld variables that commands get all the same (`--pass-env`).
+    pub pass_env: Vec<String>,
     /// `None`: ask on a terminal, never otherwise.
     pub approve: Option<Approve>,
 }
@@ -134,6 +145,7 @@ pub fn parse(
     let mut sandbox = None;
     let (mut writable, mut no_network, mut require_landlock, mut approve) =
         (Vec::new(), false, false, None);
+    let (mut require_isolation, mut pass_env, mut sandbox_check) = (false, Vec::new(), false);
     let mut set_session = |new: Session, flag: &str| match session {
         Session::Fresh => {
             session = new;
@@ -188,6 +200,17 @@ pub fn parse(
             Long("writable") => writable.push(parser.value()?.into()),
             Long("no-network") => no_network = true,
             Long("require-landlock") => require_landlock = true,
+            Long("require-isolation") => require_isolation = true,
+            Long("sandbox-check") => sandbox_check = true,
+            Long("pass-env") => {
+                let name = text(parser.value()?, "--pass-env")?;
+                if name.is_empty() || name.contains('=') {
+                    return Err(Error::Usage(format!(
+                        "--pass-env takes a variable's name, not '{name}'"
+                    )));
+                }
+                pass_env.push(name);
+            }
             Long("approve") => {
                 approve = Some(match text(parser.value()?, "--approve")?.as_str() {
                     "never" => Approve::Never,
@@ -245,7 +268,7 @@ pub fn parse(
              not '{base_url}'"
         )));
     }
-    Ok(Command::Run(Box::new(Args {
+    let args = Box::new(Args {
         prompt,
         model,
         base_url,
@@ -266,8 +289,15 @@ pub fn parse(
         writable,
         no_network,
         require_landlock,
+        require_isolation,
+        pass_env,
         approve,
-    })))
+    });
+    Ok(if sandbox_check {
+        Command::SandboxCheck(args)
+    } else {
+        Command::Run(args)
+    })
 }
 
 fn bad_mode(value: &str) -> String {
@@ -442,8 +472,23 @@ mod tests {
         ]);
         assert_eq!(a.sandbox, Mode::ReadOnly);
         assert_eq!(a.approve, Some(Approve::Dangerous));
-        assert!(a.no_network && a.require_landlock);
+        assert!(a.no_network && a.require_landlock && !a.require_isolation);
         assert_eq!(a.writable, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        let a = args(&[
+            "--require-isolation",
+            "--pass-env",
+            "GITHUB_TOKEN",
+            "--pass-env=TMUX",
+            "x",
+        ]);
+        assert!(a.require_isolation);
+        assert_eq!(a.pass_env, ["GITHUB_TOKEN", "TMUX"]);
+        assert!(usage(&["--pass-env", "A=b", "x"]).contains("not 'A=b'"));
+        assert!(usage(&["--pass-env", "", "x"]).contains("--pass-env"));
+        match run(&["--sandbox-check", "--sandbox", "read-only"]) {
+            Ok(Command::SandboxCheck(a)) => assert_eq!(a.sandbox, Mode::ReadOnly),
+            other => panic!("{other:?}"),
+        }
         assert!(usage(&["--sandbox", "strict", "x"]).contains("not 'strict'"));
         assert!(usage(&["--approve", "maybe", "x"]).contains("not 'maybe'"));
         let env = |name: &str| (name == "TURN_SANDBOX").then(|| "off".to_string());

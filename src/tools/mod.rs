@@ -7,7 +7,6 @@ use crate::approve::Approver;
 use files::DEFAULT_LINES;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -30,8 +29,8 @@ pub struct Context<'a> {
     pub workspace: &'a Path,
     pub timeout: Duration,
     pub max_output: usize,
-    /// The Landlock ruleset bash commands run under, if any.
-    pub confine: Option<OwnedFd>,
+    /// Runs bash commands inside the sandbox's layers.
+    pub sandbox: crate::sandbox::exec::Runner,
     /// `--sandbox read-only`: the file tools write nothing.
     pub read_only: bool,
 }
@@ -261,7 +260,7 @@ mod tests {
             workspace,
             timeout: Duration::from_secs(10),
             max_output,
-            confine: None,
+            sandbox: crate::sandbox::exec::Runner::unconfined(workspace),
             read_only: false,
         }
     }

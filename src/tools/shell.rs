@@ -4,7 +4,7 @@
 use super::{Context, Output};
 use crate::approve::{Action, Approver};
 use crate::sandbox;
-use crate::sandbox::exec::{self, End};
+use crate::sandbox::exec::End;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -22,15 +22,10 @@ pub(super) fn bash(
         command: &args.command,
         danger: danger.as_deref(),
     })?;
-    let confine = ctx.confine.as_ref();
-    let outcome = exec::run(
-        &args.command,
-        ctx.workspace,
-        ctx.timeout,
-        ctx.max_output,
-        confine,
-    )
-    .map_err(|e| format!("could not run the command: {e}"))?;
+    let outcome = ctx
+        .sandbox
+        .run(&args.command, ctx.timeout, ctx.max_output)
+        .map_err(|e| format!("could not run the command: {e}"))?;
     let mut text = outcome.output;
     let note = match outcome.end {
         End::Exited(0) => None,
