@@ -292,18 +292,20 @@ impl Runner {
             }
         }
         let via_namespaces = holder.is_some();
-        // SAFETY: both children make only system calls on the memory prepared above.
-        let first = unsafe { sys::clone(0) };
-        if first == 0 {
-            // SAFETY: as above; this process never returns.
-            unsafe {
-                if via_namespaces {
-                    join_and_start(&join[..joins], &plan)
-                } else {
-                    start(&plan)
-                }
+        // Joining a user namespace needs a process with memory of its own, so that one is a
+        // fork; the command itself shares memory until it execs, like posix_spawn.
+        let first = if via_namespaces {
+            // SAFETY: both children make only system calls on the memory prepared above.
+            let pid = unsafe { sys::clone(0) };
+            if pid == 0 {
+                // SAFETY: as above; this process never returns.
+                unsafe { join_and_start(&join[..joins], &plan) }
             }
-        }
+            pid as c_int
+        } else {
+            // SAFETY: as above.
+            unsafe { start_sharing_memory(0, &plan) }
+        };
         if first < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -384,10 +386,7 @@ unsafe fn join_and_start(namespaces: &[(c_int, c_int)], plan: &Plan) -> ! {
             sys::_exit(127);
         }
     }
-    let pid = sys::clone(sys::CLONE_PARENT);
-    if pid == 0 {
-        start(plan);
-    }
+    let pid = start_sharing_memory(sys::CLONE_PARENT, plan);
     if pid < 0 {
         Failed::now(STEP_FORK).send(plan.report);
         sys::_exit(127);
@@ -398,6 +397,21 @@ unsafe fn join_and_start(namespaces: &[(c_int, c_int)], plan: &Plan) -> ! {
     }
     .send(plan.report);
     sys::_exit(0)
+}
+
+/// Starts the command's process with `start`, sharing this process's memory until it execs.
+///
+/// # Safety
+/// As `sys::spawn_sharing_memory`: `start` makes only system calls.
+unsafe fn start_sharing_memory(flags: std::os::raw::c_ulong, plan: &Plan) -> c_int {
+    extern "C" fn entry(plan: *mut std::os::raw::c_void) -> c_int {
+        // SAFETY: the pointer is the Plan below, alive while the caller sleeps (vfork).
+        unsafe { start(&*(plan as *const Plan)) }
+    }
+    // 64 KiB: start's frames are small, and it calls nothing that recurses.
+    let mut stack = [0u64; 8192];
+    let arg = plan as *const Plan as *mut std::os::raw::c_void;
+    sys::spawn_sharing_memory(flags, entry, arg, &mut stack)
 }
 
 /// The command's process: every layer, in order, then exec.

@@ -39,6 +39,14 @@ extern "C" {
     pub fn getegid() -> c_uint;
     pub fn _exit(status: c_int) -> !;
     fn __errno_location() -> *mut c_int;
+    #[link_name = "clone"]
+    fn libc_clone(
+        f: extern "C" fn(*mut c_void) -> c_int,
+        stack: *mut c_void,
+        flags: c_int,
+        arg: *mut c_void,
+        ...
+    ) -> c_int;
 }
 
 /// Syscall numbers libc has no portable wrapper for.
@@ -176,6 +184,31 @@ pub unsafe fn clone(flags: c_ulong) -> c_long {
         0 as c_long,
         0 as c_long,
     )
+}
+
+const CLONE_VM: c_ulong = 0x100;
+const CLONE_VFORK: c_ulong = 0x4000;
+
+/// Starts `f(arg)` in a new process that shares this one's memory and runs on `stack`, the
+/// way posix_spawn does: no page tables are copied, and the caller sleeps until the child
+/// execs or exits. `flags` may add CLONE_PARENT. Returns the child's pid (or -1).
+///
+/// # Safety
+/// `f` must only make system calls (it shares the caller's memory: anything it writes, the
+/// caller sees) and end with exec or `_exit`; `arg` must be what `f` expects; `stack` must
+/// stay untouched by the caller until then, which vfork semantics ensure for a stack of the
+/// caller's own frame.
+pub unsafe fn spawn_sharing_memory(
+    flags: c_ulong,
+    f: extern "C" fn(*mut c_void) -> c_int,
+    arg: *mut c_void,
+    stack: &mut [u64],
+) -> c_int {
+    // The stack grows down from its end, which is 16-byte aligned as u64 pairs are.
+    let len = stack.len() & !1;
+    let top = stack.as_mut_ptr().add(len).cast::<c_void>();
+    let flags = CLONE_VM | CLONE_VFORK | flags | SIGCHLD as c_ulong;
+    libc_clone(f, top, flags as c_int, arg)
 }
 
 /// The device and inode of an open file, as `fstat` reports them (st_dev, st_ino lead
