@@ -38,9 +38,10 @@ Options:
   -q, --quiet              print only the model's text: no tool lines, reasoning or notices
       --sandbox MODE       what bash and the file tools may change [env TURN_SANDBOX]:
                            workspace-write (default): writes only in the workspace, the temp
-                             dir and --writable dirs, enforced by Landlock for bash
+                             dir and --writable dirs, enforced for bash by namespaces, Landlock,
+                             seccomp and dropped capabilities (see --sandbox-check)
                            read-only: no writes anywhere (but /dev/null)
-                           off: no Landlock, only the keyword screen
+                           off: no sandbox layers, only the keyword screen
       --writable DIR       with workspace-write, let commands write in DIR too (repeatable)
       --no-network         bash commands get no network: no TCP, UDP or Unix sockets
       --require-landlock   refuse to run when the kernel has no Landlock, instead of falling

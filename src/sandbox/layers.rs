@@ -205,7 +205,7 @@ fn build(
         Some(abi) => {
             let mut writable_files = vec![PathBuf::from("/dev/null")];
             if settings.mode == Mode::WorkspaceWrite {
-                writable_files.extend(["/dev/zero", "/dev/full", "/dev/tty"].map(PathBuf::from));
+                writable_files.extend(["/dev/zero", "/dev/full"].map(PathBuf::from));
             }
             let policy = Policy {
                 abi,
@@ -272,15 +272,16 @@ pub fn check(settings: &Settings) -> Result<(String, bool)> {
         &format!("namespaces ({kinds})"),
         on(ns.is_ok(), &ns_why),
     );
+    let needs = "needs the namespaces";
     line(
         &mut out,
         "read-only file system outside writable dirs",
-        on(ns.is_ok(), &ns_why),
+        on(ns.is_ok(), needs),
     );
     let proc_state = match (&shared_proc, ns.is_ok()) {
         (None, true) => "active".to_string(),
         (Some(err), true) => format!("no: {err} (the host's /proc, read-only)"),
-        (_, false) => format!("no: {ns_why}"),
+        (_, false) => format!("no: {needs}"),
     };
     line(&mut out, "private /proc", proc_state);
     let landlock_state = match offered.landlock {
