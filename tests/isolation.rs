@@ -549,7 +549,8 @@ fn commands_cannot_push_keystrokes_into_a_terminal() {
     let place = Place::new();
     // turn runs on a pseudo-terminal, as in a user's shell.
     let body = r#"
-attempt("open-tty", lambda: os.open("/dev/tty", os.O_RDWR))
+attempt("open-tty", lambda: os.open("/dev/tty", os.O_RDONLY))
+attempt("write-tty", lambda: os.open("/dev/tty", os.O_WRONLY))
 for fd in (0, 1, 2):
     attempt(f"tiocsti-{fd}", lambda: fcntl.ioctl(fd, termios.TIOCSTI, b"x"))
 attempt("tioclinux", lambda: fcntl.ioctl(1, 0x541C, b"\x06"))
@@ -557,7 +558,9 @@ attempt("tioclinux", lambda: fcntl.ioctl(1, 0x541C, b"\x06"))
     let mock = Mock::start(vec![bash(&python(body)), Reply::Text("ok")]);
     on_a_terminal(&place, &mock, "--approve never", "");
     let told = mock.chats()[1].last_content();
+    // No controlling terminal (its own session), and Landlock refuses writing one anyway.
     assert_has(&told, "open-tty refused ENXIO");
+    assert_has(&told, "write-tty refused");
     for fd in 0..3 {
         assert_has(&told, &format!("tiocsti-{fd} refused EPERM"));
     }
