@@ -292,6 +292,17 @@ impl Runner {
             }
         }
         let via_namespaces = holder.is_some();
+        // No signal handler of turn's may run in the new processes: all are blocked until
+        // the command has reset them.
+        let (all, mut before) = ([!0u64; 16], [0u64; 16]);
+        // SAFETY: both are valid signal sets (larger than sigset_t).
+        unsafe {
+            sys::sigprocmask(
+                sys::SIG_BLOCK,
+                all.as_ptr().cast(),
+                before.as_mut_ptr().cast(),
+            )
+        };
         // Joining a user namespace needs a process with memory of its own, so that one is a
         // fork; the command itself shares memory until it execs, like posix_spawn.
         let first = if via_namespaces {
@@ -306,8 +317,17 @@ impl Runner {
             // SAFETY: as above.
             unsafe { start_sharing_memory(0, &plan) }
         };
+        let clone_error = io::Error::last_os_error();
+        // SAFETY: restores the mask saved above.
+        unsafe {
+            sys::sigprocmask(
+                sys::SIG_SETMASK,
+                before.as_ptr().cast(),
+                std::ptr::null_mut(),
+            )
+        };
         if first < 0 {
-            return Err(io::Error::last_os_error());
+            return Err(clone_error);
         }
         let first = first as c_int;
         drop(report);
@@ -443,8 +463,15 @@ unsafe fn start(plan: &Plan) -> ! {
     {
         fail(STEP_PDEATHSIG);
     }
-    // Signals as a fresh process has them: Rust ignores SIGPIPE, and a pipeline needs it.
+    // Signals as a fresh process has them: Rust ignores SIGPIPE, and a pipeline needs it;
+    // turn's own handlers must not run here (this process may share turn's memory). A signal
+    // turn ignores (SIGINT in a background job) stays ignored. They were blocked at the clone.
     sys::signal(sys::SIGPIPE, sys::SIG_DFL);
+    for signal in [sys::SIGINT, sys::SIGALRM] {
+        if sys::signal(signal, sys::SIG_DFL) == sys::SIG_IGN {
+            sys::signal(signal, sys::SIG_IGN);
+        }
+    }
     let empty = [0u64; 16];
     sys::sigprocmask(
         sys::SIG_SETMASK,

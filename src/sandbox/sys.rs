@@ -82,11 +82,14 @@ pub const CLONE_NEWUSER: c_ulong = 0x1000_0000;
 pub const CLONE_NEWPID: c_ulong = 0x2000_0000;
 pub const CLONE_NEWNET: c_ulong = 0x4000_0000;
 
+pub const SIGINT: c_int = 2;
 pub const SIGKILL: c_int = 9;
+pub const SIGALRM: c_int = 14;
 pub const SIGPIPE: c_int = 13;
 pub const SIGCHLD: c_int = 17;
 pub const SIG_DFL: usize = 0;
 pub const SIG_IGN: usize = 1;
+pub const SIG_BLOCK: c_int = 0;
 pub const SIG_SETMASK: c_int = 2;
 
 pub const O_RDWR: c_int = 2;
