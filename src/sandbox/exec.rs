@@ -259,8 +259,16 @@ impl Runner {
     }
 
     /// Starts the command; returns its pid once it has exec'd (or an error saying which step
-    /// of its start failed).
+    /// of its start failed). A failure inside the namespaces is tried once more with a fresh
+    /// holder: the old one may have died (killed from outside, say).
     fn spawn(&self, argv: &[*const c_char; 4], out: RawFd) -> io::Result<c_int> {
+        match self.spawn_once(argv, out) {
+            Err(_) if self.recipe.is_some() => self.spawn_once(argv, out),
+            done => done,
+        }
+    }
+
+    fn spawn_once(&self, argv: &[*const c_char; 4], out: RawFd) -> io::Result<c_int> {
         let mut holder = self.holder.borrow_mut();
         if let (Some(recipe), None) = (&self.recipe, holder.as_ref()) {
             let started = Holder::start(recipe).map_err(|e: Unavailable| {
@@ -329,7 +337,6 @@ impl Runner {
         if first < 0 {
             return Err(clone_error);
         }
-        let first = first as c_int;
         drop(report);
         // Messages until every writer is gone: the joiner's pid report, and a failure from
         // either process (the command's copy closes at exec).
@@ -351,6 +358,10 @@ impl Runner {
         if let Some(failed) = failure {
             if let Some(pid) = pid {
                 let _ = wait_uninterrupted(pid);
+            }
+            // A holder that cannot take a command (it died, say) is replaced next time.
+            if let Some(stale) = holder.take() {
+                stale.kill();
             }
             let err = failed.error();
             return Err(io::Error::new(
