@@ -150,6 +150,20 @@ impl Runner {
             Some((recipe, holder)) => (Some(recipe), Some(holder)),
             None => (None, None),
         };
+        if config.confine {
+            // turn's memory holds the API key: no process of the user's may read it or its
+            // /proc files without CAP_SYS_PTRACE (where no PID namespace hides turn).
+            // SAFETY: a plain prctl.
+            unsafe {
+                sys::prctl(
+                    sys::PR_SET_DUMPABLE,
+                    0 as c_long,
+                    0 as c_long,
+                    0 as c_long,
+                    0 as c_long,
+                )
+            };
+        }
         if config.subreaper {
             // SAFETY: a plain prctl.
             unsafe {

@@ -364,6 +364,19 @@ fn set_up(recipe: &Recipe, report: c_int, ctl: c_int) -> Result<c_int, Failed> {
         {
             return Err(Failed::now(STEP_PDEATHSIG));
         }
+        // turn may be undumpable; until its lock-down the holder must not be, or its /proc
+        // files would belong to root: it could not write its uid map, nor turn open its
+        // namespaces.
+        if sys::prctl(
+            sys::PR_SET_DUMPABLE,
+            1 as c_long,
+            0 as c_long,
+            0 as c_long,
+            0 as c_long,
+        ) != 0
+        {
+            return Err(Failed::now(STEP_DUMPABLE));
+        }
         // Off the terminal: Ctrl-C there must not reach the holder.
         if sys::setsid() < 0 {
             return Err(Failed::now(STEP_SETSID));
