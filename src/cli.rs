@@ -29,7 +29,8 @@ Options:
                            the API key comes from OPENAI_API_KEY (unset: no Authorization header)
   -C, --cd DIR             workspace the tools are confined to [default: current directory]
       --max-steps N        stop after N model requests in one turn [default: 50]
-      --timeout SECS       kill a bash command (and its process group) after SECS [default: 120]
+      --timeout SECS       kill a bash command (and all the commands started) after SECS
+                           [default: 120]
       --max-output CHARS   keep at most CHARS of a tool's output, head and tail [default: 50000]
       --request-timeout SECS  give up when the server sends nothing for SECS [default: 600]
       --system FILE        replace the built-in system prompt with FILE's text
