@@ -42,7 +42,8 @@ Options:
                              tools gets the text protocol
   -C, --cd DIR             workspace the tools are confined to [default: current directory]
       --max-steps N        stop after N model requests in one turn [default: 50]
-      --timeout SECS       kill a bash command (and its process group) after SECS [default: 120]
+      --timeout SECS       kill a bash command (and all the commands started) after SECS
+                           [default: 120]
       --max-output CHARS   keep at most CHARS of a tool's output, head and tail [default: 50000]
                            (numbers: steps up to 1000000, seconds up to 1000000, CHARS up
                            to 100000000)
@@ -60,13 +61,20 @@ Options:
   -q, --quiet              print only the model's text: no tool lines, reasoning or notices
       --sandbox MODE       what bash and the file tools may change [env TURN_SANDBOX]:
                            workspace-write (default): writes only in the workspace, the temp
-                             dir and --writable dirs, enforced by Landlock for bash
+                             dir and --writable dirs, enforced for bash by namespaces, Landlock,
+                             seccomp and dropped capabilities (see --sandbox-check)
                            read-only: no writes anywhere (but /dev/null)
-                           off: no Landlock, only the keyword screen
+                           off: no sandbox layers, only the keyword screen
       --writable DIR       with workspace-write, let commands write in DIR too (repeatable)
-      --no-network         bash commands may make no TCP connections (Landlock ABI 4+)
+      --no-network         bash commands get no network: no TCP, UDP or Unix sockets
       --require-landlock   refuse to run when the kernel has no Landlock, instead of falling
-                           back to the keyword screen
+                           back to the other layers
+      --require-isolation  refuse to run unless every sandbox layer works here (namespaces,
+                           Landlock, seccomp), instead of falling back with a notice
+      --pass-env NAME      give commands the variable NAME although it looks secret (KEY,
+                           TOKEN, SECRET, PASSWORD, ...) or leads to a socket (repeatable)
+      --sandbox-check      print which sandbox layers work here and why not, then exit
+                           (0: all of them)
       --approve MODE       never: run what the sandbox allows (default without a terminal)
                            ask: confirm each command and file write (default on a terminal)
                            dangerous: confirm only commands the keyword screen flags
@@ -101,6 +109,8 @@ Examples:
 #[derive(Debug, PartialEq)]
 pub enum Command {
     Run(Box<Args>),
+    /// `--sandbox-check`, with the sandbox flags given beside it.
+    SandboxCheck(Box<Args>),
     Help,
     Version,
 }
@@ -153,6 +163,9 @@ pub struct Args {
     pub writable: Vec<PathBuf>,
     pub no_network: bool,
     pub require_landlock: bool,
+    pub require_isolation: bool,
+    /// Withheld variables that commands get all the same (`--pass-env`).
+    pub pass_env: Vec<String>,
     /// `None`: ask on a terminal, never otherwise.
     pub approve: Option<Approve>,
     /// -o: where the final answer goes.
@@ -196,6 +209,7 @@ pub fn parse(
     let (mut output_last_message, mut output_schema) = (None, None);
     let mut ca_certs = Vec::new();
     let (mut tools_files, mut mcp, mut list_tools) = (Vec::new(), Vec::new(), false);
+    let (mut require_isolation, mut pass_env, mut sandbox_check) = (false, Vec::new(), false);
     let mut set_session = |new: Session, flag: &str| match session {
         Session::Fresh => {
             session = new;
@@ -276,6 +290,17 @@ pub fn parse(
             Long("writable") => writable.push(parser.value()?.into()),
             Long("no-network") => no_network = true,
             Long("require-landlock") => require_landlock = true,
+            Long("require-isolation") => require_isolation = true,
+            Long("sandbox-check") => sandbox_check = true,
+            Long("pass-env") => {
+                let name = text(parser.value()?, "--pass-env")?;
+                if name.is_empty() || name.contains('=') {
+                    return Err(Error::Usage(format!(
+                        "--pass-env takes a variable's name, not '{name}'"
+                    )));
+                }
+                pass_env.push(name);
+            }
             Long("approve") => {
                 approve = Some(match text(parser.value()?, "--approve")?.as_str() {
                     "never" => Approve::Never,
@@ -342,21 +367,22 @@ pub fn parse(
         ));
     }
     let base_url = base_url.trim_end_matches('/').to_string();
-    if base_url.starts_with("https://") && !cfg!(feature = "tls") {
+    // --sandbox-check talks to no server, so its base URL does not matter.
+    if base_url.starts_with("https://") && !cfg!(feature = "tls") && !sandbox_check {
         return Err(Error::Usage(format!(
             "this turn was built without TLS (--no-default-features), so it cannot reach {}; \
              use an http:// server or a default build",
             url::redact(&base_url)
         )));
     }
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://") || sandbox_check) {
         return Err(Error::Usage(format!(
             "the base URL (--base-url or OPENAI_BASE_URL) must start with http:// or https://, \
              not '{}'",
             url::redact(&base_url)
         )));
     }
-    Ok(Command::Run(Box::new(Args {
+    let args = Box::new(Args {
         prompt,
         model,
         base_url,
@@ -380,6 +406,8 @@ pub fn parse(
         writable,
         no_network,
         require_landlock,
+        require_isolation,
+        pass_env,
         approve,
         output_last_message,
         output_schema,
@@ -389,7 +417,12 @@ pub fn parse(
         list_tools,
         tool_protocol,
         local_servers,
-    })))
+    });
+    Ok(if sandbox_check {
+        Command::SandboxCheck(args)
+    } else {
+        Command::Run(args)
+    })
 }
 
 fn bad_protocol(value: &str) -> String {
@@ -630,8 +663,23 @@ mod tests {
         ]);
         assert_eq!(a.sandbox, Mode::ReadOnly);
         assert_eq!(a.approve, Some(Approve::Dangerous));
-        assert!(a.no_network && a.require_landlock);
+        assert!(a.no_network && a.require_landlock && !a.require_isolation);
         assert_eq!(a.writable, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        let a = args(&[
+            "--require-isolation",
+            "--pass-env",
+            "GITHUB_TOKEN",
+            "--pass-env=TMUX",
+            "x",
+        ]);
+        assert!(a.require_isolation);
+        assert_eq!(a.pass_env, ["GITHUB_TOKEN", "TMUX"]);
+        assert!(usage(&["--pass-env", "A=b", "x"]).contains("not 'A=b'"));
+        assert!(usage(&["--pass-env", "", "x"]).contains("--pass-env"));
+        match run(&["--sandbox-check", "--sandbox", "read-only"]) {
+            Ok(Command::SandboxCheck(a)) => assert_eq!(a.sandbox, Mode::ReadOnly),
+            other => panic!("{other:?}"),
+        }
         assert!(usage(&["--sandbox", "strict", "x"]).contains("not 'strict'"));
         assert!(usage(&["--approve", "maybe", "x"]).contains("not 'maybe'"));
         let env = |name: &str| (name == "TURN_SANDBOX").then(|| "off".to_string());

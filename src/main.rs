@@ -25,14 +25,13 @@ use crate::approve::{Approve, Approver};
 use crate::cli::{Args, Command, Prompt};
 use crate::error::{Error, Result};
 use crate::report::{Console, Event, Json, Reporter};
-use crate::sandbox::landlock::{self, Policy};
+use crate::sandbox::layers::{self, Settings};
 use crate::sandbox::Mode;
 use crate::session::Recorder;
 use crate::wire::client::Client;
 use crate::wire::message::Message;
 use crate::wire::{server, textproto};
 use std::io::{IsTerminal, Read};
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -44,6 +43,7 @@ fn main() -> ExitCode {
             print!("{}", cli::HELP);
             return ExitCode::SUCCESS;
         }
+        Ok(Command::SandboxCheck(args)) => return sandbox_check(&args),
         Ok(Command::Version) => {
             println!("turn {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
@@ -87,7 +87,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
             workspace: &workspace,
             timeout: Duration::from_secs(args.timeout),
             max_output: args.max_output,
-            confine: None,
+            sandbox: crate::sandbox::exec::Runner::unconfined(&workspace),
             read_only: args.sandbox == Mode::ReadOnly,
             root,
             user: user_tools(args, &workspace, front)?,
@@ -122,27 +122,15 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
     // Everything that can be checked locally is, before the server is asked anything.
     let approver = approver(args)?;
-    let ruleset = confinement(args, &workspace)?;
-    // With workspace-write (and the network open) turn confines itself, once all it needs
-    // outside the workspace is open: every command inherits the ruleset, and the file tools
-    // are held to it by the kernel too. The other modes confine each command alone.
-    let confine_self = args.sandbox == Mode::WorkspaceWrite && !args.no_network;
-    let (own_ruleset, per_command) = match ruleset {
-        Some(ruleset) if confine_self => (Some(ruleset), None),
-        ruleset => (None, ruleset),
-    };
-    let landlock = own_ruleset
-        .as_ref()
-        .map(|_| true)
-        .or(per_command.as_ref().map(|_| false));
+    let sandbox = layers::runner(&sandbox_settings(args, &workspace))?;
     let tools = tools::Context {
         workspace: &workspace,
         root,
         timeout: Duration::from_secs(args.timeout),
         max_output: args.max_output,
-        confine: per_command,
+        sandbox,
         read_only: args.sandbox == Mode::ReadOnly,
-        // MCP servers start here, before turn confines itself: they run as the user set them up.
+        // MCP servers run as the user set them up, outside the commands' sandbox.
         user: user_tools(args, &workspace, front)?,
     };
 
@@ -174,15 +162,8 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         approver,
     };
     let mut recorder = Recorder::new(front, session);
-    if let Some(ruleset) = own_ruleset {
-        landlock::enforce(ruleset.as_raw_fd()).map_err(|err| Error::File {
-            path: workspace.clone(),
-            what: "cannot enter the Landlock sandbox for",
-            err,
-        })?;
-    }
     let Some(prompt) = prompt else {
-        let setup = repl::Setup::new(args, &workspace, landlock);
+        let setup = repl::Setup::new(args, &workspace, &agent.tools.sandbox.layers());
         return repl::run(&mut agent, &mut history, &mut recorder, &setup);
     };
     let text = agent.turn(&mut history, &prompt, &mut recorder)?;
@@ -371,66 +352,32 @@ fn client(args: &Args, base_url: &str) -> Result<Client> {
     )
 }
 
-/// The Landlock ruleset for bash commands, or `None` (with a warning) where there is none.
-fn confinement(args: &Args, workspace: &Path) -> Result<Option<OwnedFd>> {
-    let usage = |message: &str| Err(Error::Usage(message.to_string()));
-    if args.sandbox != Mode::WorkspaceWrite && !args.writable.is_empty() {
-        return usage("--writable goes with --sandbox workspace-write");
-    }
-    if args.sandbox == Mode::Off {
-        if args.no_network {
-            return usage("--no-network needs the Landlock sandbox, not --sandbox off");
-        }
-        eprintln!("turn: warning: --sandbox off: commands run with all your rights, screened by keywords only");
-        return Ok(None);
-    }
-    let Some(abi) = landlock::abi() else {
-        if args.require_landlock || args.no_network {
-            let flag = if args.no_network {
-                "--no-network"
-            } else {
-                "--require-landlock"
-            };
-            return usage(&format!("this kernel has no Landlock (Linux 5.13+ with landlock in lsm=), which {flag} needs"));
-        }
-        eprintln!(
-            "turn: warning: this kernel has no Landlock, so bash commands are not confined, only screened by \
-             keywords (--require-landlock refuses to run instead)"
-        );
-        return Ok(None);
-    };
-    if args.no_network && abi < 4 {
-        return usage(&format!(
-            "--no-network needs Landlock ABI 4 (Linux 6.7+); this kernel has ABI {abi}"
-        ));
-    }
-    let mut writable_dirs = Vec::new();
-    let mut writable_files = vec![PathBuf::from("/dev/null")];
-    if args.sandbox == Mode::WorkspaceWrite {
-        writable_dirs.push(workspace.to_path_buf());
-        writable_dirs.extend(std::env::temp_dir().canonicalize().ok());
-        for dir in &args.writable {
-            let dir = dir.canonicalize().map_err(|err| Error::File {
-                path: dir.clone(),
-                what: "cannot use --writable",
-                err,
-            })?;
-            writable_dirs.push(dir);
-        }
-        writable_files.extend(["/dev/zero", "/dev/full", "/dev/tty"].map(PathBuf::from));
-    }
-    let policy = Policy {
-        abi,
-        writable_dirs,
-        writable_files,
+fn sandbox_settings<'a>(args: &'a Args, workspace: &'a Path) -> Settings<'a> {
+    Settings {
+        mode: args.sandbox,
+        workspace,
+        writable: &args.writable,
         no_network: args.no_network,
-    };
-    let ruleset = policy.ruleset().map_err(|err| Error::File {
-        path: workspace.to_path_buf(),
-        what: "cannot set up the Landlock sandbox for",
-        err,
-    })?;
-    Ok(Some(ruleset))
+        require_landlock: args.require_landlock,
+        require_isolation: args.require_isolation,
+        pass_env: &args.pass_env,
+    }
+}
+
+/// `turn --sandbox-check`: which layers work here; exit 0 when all of them do.
+fn sandbox_check(args: &Args) -> ExitCode {
+    let checked = workspace(&args.workspace)
+        .and_then(|workspace| layers::check(&sandbox_settings(args, &workspace)));
+    match checked {
+        Ok((report, complete)) => {
+            print!("{report}");
+            ExitCode::from(if complete { 0 } else { 1 })
+        }
+        Err(error) => {
+            report::print_error(&error);
+            ExitCode::from(error.exit_code())
+        }
+    }
 }
 
 /// --approve, or its default: ask when there is a terminal to ask on, never otherwise.

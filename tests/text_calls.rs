@@ -445,7 +445,10 @@ fn a_call_to_an_invented_tool_tells_the_model_which_tools_there_are() {
     ]);
     ws.write("hello.py", "print(1)\n");
     let run = turn_with(&ws, &mock, true, &["run hello.py"]).expect(0);
-    assert_has(&run.stderr, "[python]  (error: Unknown tool: python.");
+    assert_has(
+        &run.stderr,
+        "[python] {\"command\":\"python hello.py\"} (error: Unknown tool: python.",
+    );
     let chats = mock.chats();
     assert_eq!(chats.len(), 3);
     assert_eq!(

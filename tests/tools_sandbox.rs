@@ -80,11 +80,8 @@ fn long_output_is_truncated_with_head_and_tail() {
 #[test]
 fn a_command_past_its_timeout_is_killed_with_its_children() {
     let ws = Workspace::new();
-    let pidfile = ws.path("child.pid");
-    let command = format!(
-        "sleep 300 & echo $! > {}; echo started; wait",
-        pidfile.display()
-    );
+    let sleep = unique_sleep();
+    let command = format!("sleep {sleep} & echo started; wait");
     let mock = Mock::start(vec![bash(&command), Reply::Text("ok")]);
     let start = Instant::now();
     go(&ws, &mock, &["--timeout", "1", "go"]).expect(0);
@@ -94,19 +91,8 @@ fn a_command_past_its_timeout_is_killed_with_its_children() {
         result,
         "started\n[timed out after 1s; the command and its process group were killed]"
     );
-    let pid = ws.read("child.pid");
     // Killed means gone, or a zombie waiting for init to reap it.
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .next();
-    assert!(
-        matches!(state, None | Some("Z")),
-        "the background sleep still runs: {stat}"
-    );
+    assert!(!running_with_arg(&sleep), "the background sleep still runs");
 }
 
 #[test]

@@ -69,20 +69,15 @@ pub struct Setup<'a> {
 }
 
 impl<'a> Setup<'a> {
-    /// `landlock`: Landlock confines turn itself (`Some(true)`), each command (`Some(false)`),
-    /// or nothing (`None`).
-    pub fn new(args: &'a Args, workspace: &'a Path, landlock: Option<bool>) -> Setup<'a> {
+    /// `layers`: the sandbox layers commands run under (`exec::Runner::layers`).
+    pub fn new(args: &'a Args, workspace: &'a Path, layers: &[&str]) -> Setup<'a> {
         let mode = match args.sandbox {
             Mode::WorkspaceWrite => "workspace-write",
             Mode::ReadOnly => "read-only",
             Mode::Off => "off",
         };
-        let mut layers = vec![match landlock {
-            Some(true) => "Landlock (turn and its commands)",
-            Some(false) => "Landlock (each command)",
-            None => "no Landlock",
-        }];
-        if args.no_network && landlock.is_some() {
+        let mut layers = layers.to_vec();
+        if args.no_network && !layers.is_empty() {
             layers.push("no network");
         }
         layers.push("keyword screen");

@@ -83,8 +83,8 @@ extern "C" {
     fn tcsetattr(fd: c_int, action: c_int, termios: *const Termios) -> c_int;
     fn ioctl(fd: c_int, request: c_ulong, ...) -> c_int;
     fn poll(fds: *mut PollFd, n: c_ulong, timeout: c_int) -> c_int;
-    fn read(fd: c_int, buf: *mut u8, count: usize) -> isize;
-    fn write(fd: c_int, buf: *const u8, count: usize) -> isize;
+    fn read(fd: c_int, buf: *mut std::ffi::c_void, count: usize) -> isize;
+    fn write(fd: c_int, buf: *const std::ffi::c_void, count: usize) -> isize;
     fn signal(signum: c_int, handler: usize) -> usize;
     fn siginterrupt(signum: c_int, flag: c_int) -> c_int;
     fn raise(signum: c_int) -> c_int;
@@ -109,7 +109,7 @@ fn restore() -> bool {
             // async-signal-safe.
             unsafe {
                 tcsetattr(STDIN, TCSANOW, saved);
-                write(STDOUT, PASTE_OFF.as_ptr(), PASTE_OFF.len());
+                write(STDOUT, PASTE_OFF.as_ptr().cast(), PASTE_OFF.len());
             }
         }
     }
@@ -121,7 +121,7 @@ fn restore() -> bool {
 fn give_back() {
     if restore() {
         // SAFETY: write is async-signal-safe; it bypasses stdout's lock and buffer.
-        unsafe { write(STDOUT, b"\r\n".as_ptr(), 2) };
+        unsafe { write(STDOUT, b"\r\n".as_ptr().cast(), 2) };
     }
 }
 
@@ -274,7 +274,7 @@ pub fn read_input(buf: &mut [u8], timeout: Option<Duration>) -> io::Result<Input
         }
     }
     // SAFETY: buf is valid for buf.len() bytes.
-    match unsafe { read(STDIN, buf.as_mut_ptr(), buf.len()) } {
+    match unsafe { read(STDIN, buf.as_mut_ptr().cast(), buf.len()) } {
         0 => Ok(Input::End),
         n if n < 0 => interrupted_or(io::Error::last_os_error()),
         n => Ok(Input::Bytes(n as usize)),

@@ -1,10 +1,12 @@
 //! Landlock, the Linux LSM that lets an unprivileged process give up rights: each bash child
-//! is confined so it can read and run anything but write only where the sandbox mode allows,
-//! and, where the kernel supports it, make no TCP connections.
+//! is confined so it can read and run anything but write only where the sandbox mode allows
+//! (and make no device nodes even there), and, where the kernel supports it, make no TCP
+//! connections (ABI 4) and reach no abstract Unix socket outside its domain (ABI 6). Landlock
+//! also keeps a command from ptracing any process outside its domain, turn included.
 //!
 //! Raw syscalls through `extern "C"`, no crate. The ruleset is built once (it is only a file
-//! descriptor) and enforced either by turn itself, so everything it starts inherits it, or by
-//! each command's child between fork and exec.
+//! descriptor) and enforced by each command's process between fork and exec, so every command
+//! is in a domain of its own that turn is not in.
 
 use std::ffi::CString;
 use std::io;
@@ -48,10 +50,14 @@ extern "C" {
     fn open(path: *const std::os::raw::c_char, flags: c_int, ...) -> c_int;
 }
 
+// Scopes (ABI 6).
+const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
+
 #[repr(C)]
 struct RulesetAttr {
     handled_access_fs: u64,
     handled_access_net: u64,
+    scoped: u64,
 }
 
 #[repr(C, packed)]
@@ -82,7 +88,7 @@ pub struct Policy {
     pub writable_dirs: Vec<PathBuf>,
     /// Existing files that may be written, not removed: /dev/null and the like.
     pub writable_files: Vec<PathBuf>,
-    /// Refuse TCP bind and connect (ABI 4 and later).
+    /// Refuse TCP bind and connect (ABI 4 and later; ignored before).
     pub no_network: bool,
 }
 
@@ -113,16 +119,21 @@ impl Policy {
         let handled_fs = self.handled_fs();
         let attr = RulesetAttr {
             handled_access_fs: handled_fs,
-            handled_access_net: if self.no_network {
+            handled_access_net: if self.no_network && self.abi >= 4 {
                 BIND_TCP | CONNECT_TCP
             } else {
                 0
             },
+            scoped: if self.abi >= 6 {
+                SCOPE_ABSTRACT_UNIX_SOCKET
+            } else {
+                0
+            },
         };
-        let size = if self.abi >= 4 {
-            std::mem::size_of::<RulesetAttr>()
-        } else {
-            std::mem::size_of::<u64>()
+        let size = match self.abi {
+            6.. => std::mem::size_of::<RulesetAttr>(),
+            4 | 5 => 2 * std::mem::size_of::<u64>(),
+            _ => std::mem::size_of::<u64>(),
         };
         // SAFETY: attr is a valid ruleset attribute of at least `size` bytes.
         let fd = unsafe {
@@ -139,7 +150,9 @@ impl Policy {
         // SAFETY: the kernel just returned this descriptor to us.
         let ruleset = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
         let file_rights = handled_fs & (WRITE_FILE | TRUNCATE);
-        let dirs = self.writable_dirs.iter().map(|d| (d.as_path(), handled_fs));
+        // No device nodes anywhere: a block device made in the workspace would reach a disk.
+        let dir_rights = handled_fs & !(MAKE_CHAR | MAKE_BLOCK);
+        let dirs = self.writable_dirs.iter().map(|d| (d.as_path(), dir_rights));
         let files = self
             .writable_files
             .iter()

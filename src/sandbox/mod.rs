@@ -1,15 +1,26 @@
 //! The sandbox: what commands and file tools may change, in layers. `paths` keeps file tools
 //! inside the workspace, `fsafe` opens what they checked without following a symlink swapped
-//! in since, `screen` flags well-known destructive commands, `landlock` confines what commands
-//! may write and connect to, and `exec` runs a command inside those limits.
+//! in since, and `screen` flags well-known destructive commands. Commands run
+//! (through `exec`) in the `namespaces` of a run (a read-only view of the host but for the
+//! writable directories, a PID namespace of their own), without `capabilities`, confined by
+//! `landlock` and filtered by `seccomp`, with an `env` that keeps secrets and sockets out.
+//! `layers` decides which of these this machine and the flags allow; `sys` holds the raw
+//! system calls.
 //!
-//! Architecture invariant: `paths` and `screen` are pure; only `exec` spawns processes.
+//! Architecture invariant: `paths`, `screen`, `env`, `layers::decide` and `seccomp::program`
+//! are pure; only `exec` starts the model's commands.
 
+mod capabilities;
+pub mod env;
 pub mod exec;
 pub mod fsafe;
 pub mod landlock;
+pub mod layers;
+mod namespaces;
 pub mod paths;
 pub mod screen;
+mod seccomp;
+mod sys;
 
 pub use paths::{safe_path, Node};
 pub use screen::check_command;

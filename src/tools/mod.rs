@@ -9,7 +9,6 @@ use crate::sandbox::fsafe::Dir;
 use files::DEFAULT_LINES;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -47,8 +46,8 @@ pub struct Context<'a> {
     pub root: Dir,
     pub timeout: Duration,
     pub max_output: usize,
-    /// The Landlock ruleset bash commands run under, if any.
-    pub confine: Option<OwnedFd>,
+    /// Runs bash commands inside the sandbox's layers.
+    pub sandbox: crate::sandbox::exec::Runner,
     /// `--sandbox read-only`: the file tools write nothing.
     pub read_only: bool,
     /// Declared and MCP tools.
@@ -418,7 +417,7 @@ mod tests {
             root: Dir::open(workspace).unwrap(),
             timeout: Duration::from_secs(10),
             max_output,
-            confine: None,
+            sandbox: crate::sandbox::exec::Runner::unconfined(workspace),
             read_only: false,
             user: UserTools::default(),
         }

@@ -5,7 +5,7 @@
 use super::{Context, Output};
 use crate::approve::{Action, Approver};
 use crate::sandbox;
-use crate::sandbox::exec::{self, End};
+use crate::sandbox::exec::End;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -29,8 +29,9 @@ pub(super) fn bash(
 /// Runs a shell line (a `bash` command, or a declared tool's) in the sandbox, and says how it
 /// ended in the text the model reads.
 pub(super) fn run_line(command: &str, ctx: &Context) -> Result<Output, String> {
-    let confine = ctx.confine.as_ref();
-    let outcome = exec::run(command, ctx.workspace, ctx.timeout, ctx.max_output, confine)
+    let outcome = ctx
+        .sandbox
+        .run(command, ctx.timeout, ctx.max_output)
         .map_err(|e| format!("could not run the command: {e}"))?;
     let mut text = outcome.output;
     let note = match outcome.end {

@@ -652,3 +652,29 @@ pub fn wait_for_sigint_handler(pid: u32) {
 pub fn exists(path: &Path) -> bool {
     path.symlink_metadata().is_ok()
 }
+
+/// A `sleep` duration no other process uses (e.g. `300.4711`), so a test can find its sleep
+/// among the host's processes: a command's own pids are those of its PID namespace.
+pub fn unique_sleep() -> String {
+    format!("300.{}{:04}", std::process::id(), unique())
+}
+
+/// Whether a live (not zombie) process has `arg` among its arguments.
+pub fn running_with_arg(arg: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|entry| {
+        let path = entry.path();
+        let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
+        let has = cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes());
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .next();
+        has && !matches!(state, None | Some("Z"))
+    })
+}

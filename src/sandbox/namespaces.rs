@@ -1,0 +1,525 @@
+//! The namespace layer: one set of new user, mount, PID, UTS and IPC namespaces (and a network
+//! namespace for `--no-network`) per run, which every command of the run enters.
+//!
+//! A small process, the holder, creates them and is PID 1 in them. It maps the user's own uid
+//! and gid (so files keep their owners), makes its copy of the mount tree private, clones the
+//! writable directories (workspace, temp dir, `--writable`), turns every mount read-only
+//! (`mount_setattr`, recursive), puts the clones back on top, and mounts a `/proc` that shows
+//! only the sandbox's processes. Outside the writable directories every write, chmod, chown,
+//! utime and setxattr then fails with EROFS, also for root. It then gives up its own
+//! capabilities, becomes undumpable, and waits: it dies with turn (a pipe's EOF and
+//! PR_SET_PDEATHSIG), and when it dies the kernel kills everything left in its PID namespace.
+//! So a background job started by one command lives on for the next ones (a server a later
+//! command queries), but nothing outlives turn, and `Holder::kill` ends them all at once (turn
+//! does that on a timeout or Ctrl-C, then starts a fresh holder).
+//!
+//! Commands join through descriptors of the namespaces, opened while the holder was still
+//! dumpable (see `exec`). Everything the holder does between clone and its wait is a system
+//! call on memory prepared before the clone.
+
+use super::capabilities;
+use super::sys::{self, Failed};
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::raw::{c_char, c_int, c_long, c_uint, c_ulong};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+const MS_REC: c_ulong = 0x4000;
+const MS_PRIVATE: c_ulong = 1 << 18;
+const MS_RDONLY: c_ulong = 1;
+const MS_NOSUID: c_ulong = 2;
+const MS_NODEV: c_ulong = 4;
+const MS_NOEXEC: c_ulong = 8;
+const OPEN_TREE_CLONE: c_uint = 1;
+const AT_RECURSIVE: c_uint = 0x8000;
+const AT_SYMLINK_NOFOLLOW: c_uint = 0x100;
+const MOVE_MOUNT_F_EMPTY_PATH: c_uint = 4;
+const MOUNT_ATTR_RDONLY: u64 = 1;
+const MOUNT_ATTR_NOSUID: u64 = 2;
+
+// Steps of the holder's set-up, for error messages.
+const STEP_CLONE: u32 = 1;
+const STEP_SETGROUPS: u32 = 2;
+const STEP_UID_MAP: u32 = 3;
+const STEP_GID_MAP: u32 = 4;
+const STEP_PRIVATE: u32 = 5;
+const STEP_OPEN_TREE: u32 = 6;
+const STEP_MOVED: u32 = 7;
+const STEP_READ_ONLY: u32 = 8;
+const STEP_MOVE_MOUNT: u32 = 9;
+const STEP_SETSID: u32 = 10;
+const STEP_DUMPABLE: u32 = 11;
+const STEP_PDEATHSIG: u32 = 12;
+const STEP_NS_FILES: u32 = 13;
+const STEP_GONE: u32 = 14;
+
+fn step_name(step: u32) -> &'static str {
+    match step {
+        STEP_CLONE => "creating the namespaces",
+        STEP_SETGROUPS => "writing /proc/self/setgroups",
+        STEP_UID_MAP => "writing the uid map",
+        STEP_GID_MAP => "writing the gid map",
+        STEP_PRIVATE => "making the mounts private",
+        STEP_OPEN_TREE => "cloning a writable directory's mounts",
+        STEP_MOVED => "cloning a writable directory (it was moved or replaced)",
+        STEP_READ_ONLY => "making the file system read-only (mount_setattr)",
+        STEP_MOVE_MOUNT => "mounting a writable directory",
+        STEP_SETSID => "leaving the terminal's session",
+        STEP_DUMPABLE => "making the holder undumpable",
+        STEP_PDEATHSIG => "tying the holder to turn",
+        STEP_NS_FILES => "opening the namespaces",
+        STEP_GONE => "waiting for the holder (it died)",
+        step => capabilities::step_name(step).unwrap_or("setting up"),
+    }
+}
+
+/// Why the namespace layer is not available.
+#[derive(Debug)]
+pub struct Unavailable {
+    pub step: &'static str,
+    pub err: io::Error,
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "{}: {}", self.step, self.err)?;
+        if let Some(why) = self.why() {
+            write!(f, " ({why})")?;
+        }
+        Ok(())
+    }
+}
+
+impl Unavailable {
+    fn new(failed: Failed) -> Unavailable {
+        Unavailable {
+            step: step_name(failed.step),
+            err: failed.error(),
+        }
+    }
+
+    /// The likely reason, from the usual switches.
+    fn why(&self) -> Option<String> {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        if self.err.raw_os_error() == Some(38) {
+            return Some("this kernel lacks a call it needs: Linux 5.12 or later".into());
+        }
+        if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
+            return Some("kernel.unprivileged_userns_clone is 0".into());
+        }
+        if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
+            return Some("user.max_user_namespaces is 0".into());
+        }
+        if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1") {
+            return Some("AppArmor restricts unprivileged user namespaces".into());
+        }
+        match self.err.raw_os_error() {
+            Some(1) | Some(13) => Some("a container or security policy forbids it".into()),
+            Some(22) => Some("this kernel has no user namespaces".into()),
+            Some(28) => Some("the limit of nested user namespaces is reached".into()),
+            _ => None,
+        }
+    }
+}
+
+/// A directory that stays writable inside: its path and the inode it must still be.
+struct Writable {
+    path: CString,
+    dev: u64,
+    ino: u64,
+}
+
+/// What the holder needs, prepared before it is cloned.
+pub struct Recipe {
+    /// Parents before children, so a nested one lands on top.
+    writable: Vec<Writable>,
+    /// A writable directory is `/`: nothing would be read-only, so no mount is changed.
+    all_writable: bool,
+    network: bool,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl Recipe {
+    /// `writable` are canonical directories; `network: false` adds a network namespace.
+    pub fn new(writable: &[PathBuf], network: bool) -> io::Result<Recipe> {
+        let mut dirs: Vec<&PathBuf> = writable.iter().collect();
+        dirs.sort_by_key(|d| d.components().count());
+        dirs.dedup();
+        let mut list = Vec::new();
+        for dir in dirs {
+            let meta = std::fs::metadata(dir)?;
+            list.push(Writable {
+                path: cstring(dir)?,
+                dev: meta.dev(),
+                ino: meta.ino(),
+            });
+        }
+        // SAFETY: getters without side effects.
+        let (uid, gid) = unsafe { (sys::geteuid(), sys::getegid()) };
+        Ok(Recipe {
+            all_writable: writable.iter().any(|d| d == Path::new("/")),
+            writable: list,
+            network,
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        })
+    }
+}
+
+fn cstring(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)
+}
+
+/// The running holder: its pid, the namespaces to join (user first), and the pipe whose EOF
+/// tells it turn is gone.
+pub struct Holder {
+    pid: c_int,
+    namespaces: Vec<(OwnedFd, c_int)>,
+    _lifeline: OwnedFd,
+    network: bool,
+    /// Why `/proc` inside is turn's (all processes visible), if the private one failed.
+    pub shared_proc: Option<io::Error>,
+}
+
+/// Namespace descriptor files, in the order they must be joined, and their setns type.
+const NAMESPACES: [(&str, c_ulong); 6] = [
+    ("user", sys::CLONE_NEWUSER),
+    ("mnt", sys::CLONE_NEWNS),
+    ("uts", sys::CLONE_NEWUTS),
+    ("ipc", sys::CLONE_NEWIPC),
+    ("net", sys::CLONE_NEWNET),
+    ("pid", sys::CLONE_NEWPID),
+];
+
+impl Holder {
+    pub fn start(recipe: &Recipe) -> Result<Holder, Unavailable> {
+        let fail = |step| Unavailable::new(Failed::now(step));
+        let (report, report_in) = pipe().map_err(|_| fail(STEP_CLONE))?;
+        let (ctl_out, ctl) = pipe().map_err(|_| fail(STEP_CLONE))?;
+        let mut flags = sys::CLONE_NEWUSER
+            | sys::CLONE_NEWNS
+            | sys::CLONE_NEWPID
+            | sys::CLONE_NEWUTS
+            | sys::CLONE_NEWIPC;
+        if !recipe.network {
+            flags |= sys::CLONE_NEWNET;
+        }
+        let keep = [report_in.as_raw_fd(), ctl_out.as_raw_fd()];
+        // SAFETY: the child makes only system calls on memory prepared above, then exits.
+        let pid = unsafe { sys::clone(flags) };
+        if pid == 0 {
+            holder(recipe, keep[0], keep[1]);
+        }
+        if pid < 0 {
+            return Err(fail(STEP_CLONE));
+        }
+        let pid = pid as c_int;
+        drop((report_in, ctl_out));
+        let started = Holder {
+            pid,
+            namespaces: Vec::new(),
+            _lifeline: ctl,
+            network: recipe.network,
+            shared_proc: None,
+        };
+        started.finish(report)
+    }
+
+    /// The holder's side of the handshake: it reports its set-up; then its namespaces are
+    /// opened, and it is told to lock itself down, which it confirms.
+    fn finish(mut self, report: OwnedFd) -> Result<Holder, Unavailable> {
+        let message = |report: &OwnedFd| -> Result<Failed, Unavailable> {
+            let mut bytes = [0; 8];
+            match sys::read_all(report.as_raw_fd(), &mut bytes) {
+                Ok(8) => Ok(Failed::from_bytes(bytes)),
+                _ => Err(Unavailable::new(Failed {
+                    step: STEP_GONE,
+                    errno: 0,
+                })),
+            }
+        };
+        let ready = message(&report)?;
+        if ready.step != 0 {
+            return Err(Unavailable::new(ready));
+        }
+        if ready.errno != 0 {
+            self.shared_proc = Some(ready.error());
+        }
+        for (name, kind) in NAMESPACES {
+            if name == "net" && self.network {
+                continue;
+            }
+            let path = format!("/proc/{}/ns/{name}", self.pid);
+            let file = std::fs::File::open(&path).map_err(|err| Unavailable {
+                step: step_name(STEP_NS_FILES),
+                err,
+            })?;
+            self.namespaces.push((file.into(), kind as c_int));
+        }
+        let go = [1u8];
+        // SAFETY: go is a valid one-byte buffer.
+        unsafe { sys::write(self._lifeline.as_raw_fd(), go.as_ptr().cast(), 1) };
+        let locked = message(&report)?;
+        if locked.step != 0 {
+            return Err(Unavailable::new(locked));
+        }
+        Ok(self)
+    }
+
+    /// The namespaces to join, user namespace first, with their setns types.
+    pub fn namespaces(&self) -> impl Iterator<Item = (RawFd, c_int)> + '_ {
+        self.namespaces
+            .iter()
+            .map(|(fd, kind)| (fd.as_raw_fd(), *kind))
+    }
+
+    /// Ends the holder and with it every process in its namespaces. Call only after reaping
+    /// turn's own children in there: the holder's exit waits for them.
+    pub fn kill(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        // SAFETY: plain syscalls on our own child's pid.
+        unsafe {
+            sys::kill(self.pid, sys::SIGKILL);
+            let mut status = 0;
+            while sys::waitpid(self.pid, &mut status, 0) < 0 && sys::errno() == sys::EINTR {}
+        }
+    }
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as c_int; 2];
+    // SAFETY: fds is a valid two-int buffer.
+    if unsafe { sys::pipe2(fds.as_mut_ptr(), sys::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned both descriptors to us.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The holder: set up, report, wait for the go, lock down, then wait for turn's end.
+fn holder(recipe: &Recipe, report: c_int, ctl: c_int) -> ! {
+    let result = set_up(recipe, report, ctl);
+    let ready = match result {
+        Ok(proc_errno) => Failed {
+            step: 0,
+            errno: proc_errno,
+        },
+        Err(failed) => failed,
+    };
+    ready.send(report);
+    if ready.step != 0 {
+        // SAFETY: _exit ends only this process.
+        unsafe { sys::_exit(1) }
+    }
+    let mut byte = [0u8; 1];
+    if !matches!(sys::read_all(ctl, &mut byte), Ok(1)) {
+        // SAFETY: as above.
+        unsafe { sys::_exit(0) }
+    }
+    let locked = match lock_down() {
+        Ok(()) => Failed { step: 0, errno: 0 },
+        Err(failed) => failed,
+    };
+    locked.send(report);
+    // SAFETY: closing our own descriptor; then waiting on a pipe only turn writes to.
+    unsafe {
+        sys::close(report);
+        if locked.step != 0 {
+            sys::_exit(1);
+        }
+        loop {
+            let n = sys::read(ctl, byte.as_mut_ptr().cast(), 1);
+            if n == 0 || (n < 0 && sys::errno() != sys::EINTR) {
+                sys::_exit(0);
+            }
+        }
+    }
+}
+
+/// Maps, mounts and /proc. Returns the errno of a failed private /proc (0 when it worked):
+/// not fatal, the host's /proc (read-only) then stays.
+fn set_up(recipe: &Recipe, report: c_int, ctl: c_int) -> Result<c_int, Failed> {
+    // SAFETY: every call below is a system call on memory prepared before the clone.
+    unsafe {
+        if sys::prctl(
+            sys::PR_SET_PDEATHSIG,
+            sys::SIGKILL as c_long,
+            0 as c_long,
+            0 as c_long,
+            0 as c_long,
+        ) != 0
+        {
+            return Err(Failed::now(STEP_PDEATHSIG));
+        }
+        // turn may be undumpable; until its lock-down the holder must not be, or its /proc
+        // files would belong to root: it could not write its uid map, nor turn open its
+        // namespaces.
+        if sys::prctl(
+            sys::PR_SET_DUMPABLE,
+            1 as c_long,
+            0 as c_long,
+            0 as c_long,
+            0 as c_long,
+        ) != 0
+        {
+            return Err(Failed::now(STEP_DUMPABLE));
+        }
+        // Off the terminal: Ctrl-C there must not reach the holder.
+        if sys::setsid() < 0 {
+            return Err(Failed::now(STEP_SETSID));
+        }
+        keep_only(report, ctl);
+        write_file(c"/proc/self/setgroups", b"deny\n", STEP_SETGROUPS)?;
+        write_file(c"/proc/self/uid_map", &recipe.uid_map, STEP_UID_MAP)?;
+        write_file(c"/proc/self/gid_map", &recipe.gid_map, STEP_GID_MAP)?;
+        let root = c"/".as_ptr();
+        let null = std::ptr::null::<c_char>();
+        if sys::mount(null, root, null, MS_REC | MS_PRIVATE, std::ptr::null()) != 0 {
+            return Err(Failed::now(STEP_PRIVATE));
+        }
+        if !recipe.all_writable {
+            read_only_but(recipe)?;
+        }
+        let flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
+        let proc_ = c"/proc".as_ptr();
+        let done = sys::mount(
+            c"proc".as_ptr(),
+            proc_,
+            c"proc".as_ptr(),
+            flags,
+            std::ptr::null(),
+        );
+        Ok(if done == 0 { 0 } else { sys::errno() })
+    }
+}
+
+/// Clones the writable directories, makes every mount read-only, and mounts the clones back.
+///
+/// # Safety
+/// System calls only; `recipe` was prepared before the clone.
+unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
+    // At most this many writable directories (the workspace, the temp dir, --writable ones).
+    const MAX: usize = 64;
+    let mut trees = [-1 as c_int; MAX];
+    for (i, dir) in recipe.writable.iter().enumerate().take(MAX) {
+        let flags = OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | sys::O_CLOEXEC as c_uint;
+        let fd = sys::syscall(
+            sys::OPEN_TREE,
+            sys::AT_FDCWD as c_long,
+            dir.path.as_ptr(),
+            flags as c_long,
+        );
+        if fd < 0 {
+            return Err(Failed::now(STEP_OPEN_TREE));
+        }
+        trees[i] = fd as c_int;
+        // The directory turn checked, not one a command put in its place since.
+        if sys::dev_ino(trees[i]) != Some((dir.dev, dir.ino)) {
+            return Err(Failed {
+                step: STEP_MOVED,
+                errno: 18, // EXDEV
+            });
+        }
+    }
+    let attr = [MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0];
+    if sys::syscall(
+        sys::MOUNT_SETATTR,
+        sys::AT_FDCWD as c_long,
+        c"/".as_ptr(),
+        AT_RECURSIVE as c_long,
+        attr.as_ptr(),
+        std::mem::size_of_val(&attr) as c_long,
+    ) != 0
+    {
+        return Err(Failed::now(STEP_READ_ONLY));
+    }
+    for (i, dir) in recipe.writable.iter().enumerate().take(MAX) {
+        if sys::syscall(
+            sys::MOVE_MOUNT,
+            trees[i] as c_long,
+            c"".as_ptr(),
+            sys::AT_FDCWD as c_long,
+            dir.path.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH as c_long,
+        ) != 0
+        {
+            return Err(Failed::now(STEP_MOVE_MOUNT));
+        }
+        sys::close(trees[i]);
+    }
+    Ok(())
+}
+
+/// Gives up the holder's capabilities and makes it undumpable, so no command can read its
+/// memory (a copy of turn's) or use it.
+fn lock_down() -> Result<(), Failed> {
+    // SAFETY: plain prctl and signal calls.
+    unsafe {
+        sys::signal(sys::SIGCHLD, sys::SIG_IGN); // the kernel reaps orphans it inherits
+        if sys::prctl(
+            sys::PR_SET_DUMPABLE,
+            0 as c_long,
+            0 as c_long,
+            0 as c_long,
+            0 as c_long,
+        ) != 0
+        {
+            return Err(Failed::now(STEP_DUMPABLE));
+        }
+    }
+    capabilities::drop_all(true)
+}
+
+/// Writes `data` to a small /proc file.
+///
+/// # Safety
+/// System calls only.
+unsafe fn write_file(path: &std::ffi::CStr, data: &[u8], step: u32) -> Result<(), Failed> {
+    let fd = sys::open(path.as_ptr(), sys::O_WRONLY | sys::O_CLOEXEC);
+    if fd < 0 {
+        return Err(Failed::now(step));
+    }
+    let written = sys::write(fd, data.as_ptr().cast(), data.len());
+    let failed = Failed::now(step);
+    sys::close(fd);
+    if written != data.len() as isize {
+        return Err(failed);
+    }
+    Ok(())
+}
+
+/// Closes every descriptor but the two pipes, with stdin, stdout and stderr on /dev/null: the
+/// holder must not keep turn's files, sockets or pipes open.
+///
+/// # Safety
+/// System calls only.
+unsafe fn keep_only(a: c_int, b: c_int) {
+    let null = sys::open(c"/dev/null".as_ptr(), sys::O_RDWR);
+    if null >= 0 {
+        for fd in 0..3 {
+            sys::dup2(null, fd);
+        }
+    }
+    let (low, high) = if a < b { (a, b) } else { (b, a) };
+    let close_range = |from: c_int, to: c_int| {
+        if from <= to {
+            sys::syscall(sys::CLOSE_RANGE, from as c_long, to as c_long, 0 as c_long);
+        }
+    };
+    close_range(3, low - 1);
+    close_range(low + 1, high - 1);
+    close_range(high + 1, c_int::MAX);
+}
