@@ -266,6 +266,9 @@ impl Reporter for Json {
             Event::Usage(usage) => {
                 self.usage.prompt_tokens += usage.prompt_tokens;
                 self.usage.completion_tokens += usage.completion_tokens;
+                if let Some(cached) = usage.cached_tokens {
+                    *self.usage.cached_tokens.get_or_insert(0) += cached;
+                }
                 return;
             }
             Event::ToolCall {
@@ -315,6 +318,9 @@ impl Reporter for Json {
                     "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens},
                     "text": self.text,
                 });
+                if let Some(cached) = self.usage.cached_tokens {
+                    done["usage"]["cached_tokens"] = cached.into();
+                }
                 if let Some(output) = self.output.take() {
                     done["output"] = output;
                 }

@@ -236,3 +236,33 @@ fn a_fallback_and_a_repeating_model_follow_the_schema() {
     assert_eq!(kinds[kinds.len() - 2..], ["error", "done"]);
     assert_eq!(events.last().unwrap()["status"], "repeating");
 }
+
+#[test]
+fn done_usage_carries_cached_prompt_tokens_where_the_server_tells() {
+    let ws = Workspace::new();
+    let reply = |cached: u64| {
+        Reply::Raw {
+        status: 200,
+        headers: vec![("Content-Type", "application/json".into())],
+        body: json!({
+            "choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 5},
+            "timings": {"cache_n": cached, "prompt_n": 100 - cached}
+        })
+        .to_string(),
+    }
+    };
+    let mock = Mock::start(vec![reply(80)]);
+    let (_, events) = json_run(&ws, &mock, &["--no-stream", "hi"]);
+    let done = events.last().unwrap();
+    assert_eq!(
+        done["usage"],
+        json!({"prompt_tokens": 100, "completion_tokens": 5, "cached_tokens": 80})
+    );
+    // A server that does not tell: no cached_tokens at all, rather than a made-up 0.
+    let mock = Mock::start(vec![Reply::Text("ok")]);
+    let (_, events) = json_run(&ws, &mock, &["hi"]);
+    assert!(events.last().unwrap()["usage"]
+        .get("cached_tokens")
+        .is_none());
+}

@@ -597,6 +597,7 @@ mod tests {
         Some(Usage {
             prompt_tokens,
             completion_tokens: 1,
+            cached_tokens: None,
         })
     }
 

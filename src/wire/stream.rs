@@ -124,6 +124,10 @@ pub struct Usage {
     pub prompt_tokens: u64,
     #[serde(default)]
     pub completion_tokens: u64,
+    /// Prompt tokens the server took from its cache instead of computing them, where it says:
+    /// OpenAI's `usage.prompt_tokens_details.cached_tokens`, llama-server's `timings.cache_n`.
+    #[serde(skip)]
+    pub cached_tokens: Option<u64>,
 }
 
 /// One finished assistant reply.
@@ -199,6 +203,9 @@ pub struct Assembler {
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    /// Cached prompt tokens, from whichever payload tells (llama-server's timings may come in
+    /// another chunk than the usage).
+    cached: Option<u64>,
     done: bool,
     /// Repeated lines in the text, and in the calls' arguments.
     text_repeats: Repeats,
@@ -240,6 +247,11 @@ impl Assembler {
         if let Some(usage) = chunk.get("usage").and_then(|u| Usage::deserialize(u).ok()) {
             self.usage = Some(usage);
         }
+        let cached = chunk
+            .pointer("/usage/prompt_tokens_details/cached_tokens")
+            .or_else(|| chunk.pointer("/timings/cache_n"))
+            .and_then(Value::as_u64);
+        self.cached = cached.or(self.cached);
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
             return Ok(());
         };
@@ -412,7 +424,10 @@ impl Assembler {
             content: Some(self.content).filter(|c| !c.is_empty()),
             calls,
             finish_reason: self.finish_reason,
-            usage: self.usage,
+            usage: self.usage.map(|usage| Usage {
+                cached_tokens: self.cached,
+                ..usage
+            }),
         }
     }
 }
@@ -433,6 +448,36 @@ pub fn error_message(body: &Value) -> Option<String> {
                 .to_string(),
         ),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod cached_tests {
+    use super::*;
+
+    fn usage_of(payloads: &[&str]) -> Option<Usage> {
+        let mut assembler = Assembler::default();
+        for payload in payloads {
+            assembler.feed(payload, &mut |_| {}).unwrap();
+        }
+        assembler.finish(&mut String::new).usage
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_read_where_servers_put_them() {
+        let openai = r#"{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":8}}}"#;
+        assert_eq!(usage_of(&[openai]).unwrap().cached_tokens, Some(8));
+        // llama-server: timings beside the usage, or in a chunk of their own.
+        let chunk = r#"{"choices":[{"delta":{"content":"hi"}}]}"#;
+        let last = r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2},"timings":{"cache_n":7,"prompt_n":3}}"#;
+        assert_eq!(usage_of(&[chunk, last]).unwrap().cached_tokens, Some(7));
+        let timings =
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":5}}"#;
+        let usage = r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2}}"#;
+        assert_eq!(usage_of(&[timings, usage]).unwrap().cached_tokens, Some(5));
+        // A server that says nothing of it.
+        let plain = r#"{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#;
+        assert_eq!(usage_of(&[plain]).unwrap().cached_tokens, None);
     }
 }
 
@@ -499,7 +544,8 @@ mod tests {
             reply.usage,
             Some(Usage {
                 prompt_tokens: 5,
-                completion_tokens: 2
+                completion_tokens: 2,
+                cached_tokens: None,
             })
         );
     }
