@@ -581,6 +581,7 @@ class Proxy:
         self.exchanges = []
         self.lock = threading.Lock()
         self.log_file = log_file
+        self.on_chunk = None  # called (in the proxy's thread) with each streamed chat payload
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -651,8 +652,7 @@ class Proxy:
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    @staticmethod
-    def observe_sse_line(exchange, line):
+    def observe_sse_line(self, exchange, line):
         line = line.strip()
         if not line.startswith(b"data:"):
             return
@@ -662,7 +662,10 @@ class Proxy:
         if len(exchange.body_head) < 2000:
             exchange.body_head += data[:2000] + b"\n"
         with contextlib.suppress(ValueError, UnicodeDecodeError):
-            exchange.observe(json.loads(data))
+            payload = json.loads(data)
+            exchange.observe(payload)
+            if exchange.path.endswith("/chat/completions") and self.on_chunk:
+                self.on_chunk(payload)
 
     def record(self, exchange):
         if self.log_file:
@@ -732,11 +735,13 @@ class Run:
         return [x for x in self.exchanges if x.path.endswith("/chat/completions")]
 
 
-def run_turn(binary, proxy, workspace, prompt, *flags, timeout=900, interrupt_when=None, env=None):
+def run_turn(binary, proxy, workspace, prompt, *flags, timeout=900, interrupt_when=None, interrupt_mid_reply=False,
+             env=None):
     """Runs `turn --json` in workspace against the proxy; returns a Run.
 
     interrupt_when: a predicate over each --json event; when it holds, turn gets SIGINT (as
-    Ctrl-C would send) and the run goes on to its end."""
+    Ctrl-C would send) and the run goes on to its end. interrupt_mid_reply: SIGINT as soon as the
+    first chunk of a streamed reply has passed the proxy (the reply is still coming)."""
     args = [binary, "--json", "--base-url", proxy.url, "-C", workspace, *flags, prompt]
     proxy.take()
     started = time.monotonic()
@@ -750,6 +755,15 @@ def run_turn(binary, proxy, workspace, prompt, *flags, timeout=900, interrupt_wh
         timer = threading.Timer(timeout, lambda: kill_group(proc, grace=2))
         timer.start()
         interrupted = False
+        sent = threading.Event()
+
+        def mid_reply(payload):
+            if payload.get("choices") and not sent.is_set():
+                sent.set()
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGINT)
+        if interrupt_mid_reply:
+            proxy.on_chunk = mid_reply
         try:
             for line in proc.stdout:
                 try:
@@ -766,6 +780,7 @@ def run_turn(binary, proxy, workspace, prompt, *flags, timeout=900, interrupt_wh
             raise
         finally:
             timer.cancel()
+            proxy.on_chunk = None
         err.seek(0)
         stderr = err.read()
     # Let the proxy thread record the end of a reply that the client stopped reading.
@@ -773,14 +788,23 @@ def run_turn(binary, proxy, workspace, prompt, *flags, timeout=900, interrupt_wh
     return Run(args, code, events, stderr, proxy.take(), time.monotonic() - started, workspace)
 
 
+TOOL_NAMES = ("bash", "read_file", "write_file", "edit_file")
+
+
 def text_calls(text):
-    """Tool calls the model wrote as text instead of native calls (```json blocks or
-    <tool_call> tags naming a tool): how many, for the baseline and the text-call checks."""
-    count = 0
-    for block in re.findall(r"```(?:json|tool_call)?\s*(\{.*?\})\s*```", text, re.S) + \
-            re.findall(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", text, re.S):
-        with contextlib.suppress(ValueError):
-            value = json.loads(block)
-            if isinstance(value, dict) and value.get("name") in ("bash", "read_file", "write_file", "edit_file"):
-                count += 1
+    """How many tool calls the model wrote as text instead of native calls: JSON objects naming
+    one of turn's tools (`{"name": "bash", "arguments": {...}}`), bare, in ```json fences or in
+    <tool_call> tags. For the baseline and the text-call checks."""
+    decoder = json.JSONDecoder()
+    count, i = 0, text.find("{")
+    while i != -1:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(value, dict) and value.get("name") in TOOL_NAMES and \
+                ("arguments" in value or "parameters" in value):
+            count += 1
+        i = text.find("{", end)
     return count
