@@ -3,7 +3,7 @@ PREFIX ?= /usr/local
 MUSL := x86_64-unknown-linux-musl
 STATIC := target/$(MUSL)/release/turn
 
-.PHONY: build release test static install bench clean
+.PHONY: build release test static install bench clean ci live-setup live-smoke live demo
 
 build:
 	cargo build --release
@@ -30,6 +30,23 @@ install: build
 
 bench:
 	bench/run
+
+# Live tests against llama.cpp's llama-server and real Qwen2.5-Coder models, built and fetched
+# into ~/.cache/turn-live (TURN_LIVE_CACHE) on first use; see README's "Live tests and the demo".
+ci:
+	.ci/run
+
+live-setup:
+	live/setup --model all
+
+live-smoke:
+	live/smoke
+
+live:
+	live/suite
+
+demo:
+	live/demo
 
 clean:
 	cargo clean

@@ -1,0 +1,15 @@
+#!/usr/bin/env python3
+"""Print a greeting."""
+import argparse
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Print a greeting.")
+    parser.add_argument("name", help="who to greet")
+    args = parser.parse_args()
+    message = f"Hello, {args.name}!"
+    print(message)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+sed -i 's/return len(text.split(" "))/return len(text.split())/' wordcount.py

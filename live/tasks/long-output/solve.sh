@@ -1,0 +1,1 @@
+python3 run_checks.py | grep FAILED | cut -d' ' -f1
