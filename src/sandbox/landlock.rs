@@ -8,6 +8,7 @@
 //! descriptor) and enforced by each command's process between fork and exec, so every command
 //! is in a domain of its own that turn is not in.
 
+use super::sys::{open, prctl, syscall};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -43,12 +44,6 @@ const TRUNCATE: u64 = 1 << 14; // ABI 3
                                // Network rights (ABI 4).
 const BIND_TCP: u64 = 1 << 0;
 const CONNECT_TCP: u64 = 1 << 1;
-
-extern "C" {
-    fn syscall(number: c_long, ...) -> c_long;
-    fn prctl(option: c_int, ...) -> c_int;
-    fn open(path: *const std::os::raw::c_char, flags: c_int, ...) -> c_int;
-}
 
 // Scopes (ABI 6).
 const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;

@@ -20,7 +20,7 @@ mod namespaces;
 pub mod paths;
 pub mod screen;
 mod seccomp;
-mod sys;
+pub(crate) mod sys;
 
 pub use paths::{safe_path, Node};
 pub use screen::check_command;

@@ -11,6 +11,7 @@
 //! killed, the kernel sends them SIGTERM (PR_SET_PDEATHSIG).
 
 use super::declared::ServerSpec;
+use crate::sandbox::sys::{kill, prctl};
 use crate::signal;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -558,8 +559,6 @@ const PR_SET_PDEATHSIG: c_int = 1;
 
 extern "C" {
     fn poll(fds: *mut PollFd, nfds: c_ulong, timeout: c_int) -> c_int;
-    fn kill(pid: c_int, sig: c_int) -> c_int;
-    fn prctl(option: c_int, ...) -> c_int;
 }
 
 /// A file with no name in the temp dir (O_TMPFILE), readable only through its handle.
