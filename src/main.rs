@@ -40,7 +40,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Command::Version) => {
-            println!("turn {}", env!("CARGO_PKG_VERSION"));
+            println!("turn {}", env!("TURN_LONG_VERSION"));
             return ExitCode::SUCCESS;
         }
         Err(error) => {
