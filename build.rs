@@ -15,14 +15,13 @@ fn main() {
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     println!("cargo:rerun-if-changed=build.rs");
     // HEAD names the branch; the branch's ref file (or packed-refs) moves with each commit.
-    for path in ["HEAD", "packed-refs"] {
+    // Only files that exist: cargo reruns the script on every build for a missing one.
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+    for path in ["HEAD", "packed-refs"].into_iter().chain(branch.as_deref()) {
         if let Some(file) = git(&["rev-parse", "--git-path", path]) {
-            println!("cargo:rerun-if-changed={file}");
-        }
-    }
-    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        if let Some(file) = git(&["rev-parse", "--git-path", &branch]) {
-            println!("cargo:rerun-if-changed={file}");
+            if std::path::Path::new(&file).exists() {
+                println!("cargo:rerun-if-changed={file}");
+            }
         }
     }
     let epoch = match std::env::var("SOURCE_DATE_EPOCH") {
