@@ -3,7 +3,7 @@ PREFIX ?= /usr/local
 MUSL := x86_64-unknown-linux-musl
 STATIC := target/$(MUSL)/release/turn
 
-.PHONY: build release test static install bench clean ci live-setup live-smoke live demo
+.PHONY: build release test static dist dist-check install bench clean ci live-setup live-smoke live demo
 
 build:
 	cargo build --release
@@ -17,12 +17,20 @@ test:
 	cargo test
 
 # A fully static binary (no libc needed on the target machine). ring (TLS) compiles C, so
-# this needs musl-gcc: Debian's musl-tools, installed here when missing.
+# this needs musl-gcc: Debian's musl-tools, installed by scripts/dist when missing.
 static:
-	rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL)
-	command -v musl-gcc >/dev/null || (apt-get update -qq && apt-get install -y -qq musl-tools)
-	CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --target $(MUSL)
+	scripts/dist --build-only $(MUSL)
 	@ls -l $(STATIC)
+
+# Release tarballs: static musl binaries for x86-64 and ARM64 in dist/, with SHA256SUMS.
+# Installs the rustup targets and Debian cross compilers it lacks (see scripts/dist).
+dist:
+	scripts/dist
+
+# Checks the tarballs: sums, static ELF, size, and a real tool-calling turn against a loopback
+# mock (ARM64 under qemu-user, installed when missing). Not part of `make test`.
+dist-check: dist
+	scripts/dist-check
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         }
         Ok(Command::SandboxCheck(args)) => return sandbox_check(&args),
         Ok(Command::Version) => {
-            println!("turn {}", env!("CARGO_PKG_VERSION"));
+            println!("turn {}", env!("TURN_LONG_VERSION"));
             return ExitCode::SUCCESS;
         }
         Err(error) => {

@@ -21,9 +21,30 @@ fn help_and_version() {
         assert!(help.stdout.contains(needle), "help lacks {needle}");
     }
     let version = go(&ws, &mock, &["-V"]).expect(0);
+    // `turn 0.1.0 (x86_64-unknown-linux-gnu, commit 0123456789ab, built 2026-12-03)`, stamped
+    // by build.rs.
     assert_eq!(
         version.stdout,
-        format!("turn {}\n", env!("CARGO_PKG_VERSION"))
+        format!("turn {}\n", env!("TURN_LONG_VERSION"))
+    );
+    let (stamp, rest) = version.stdout.trim_end().split_once(" (").unwrap();
+    assert_eq!(stamp, format!("turn {}", env!("CARGO_PKG_VERSION")));
+    let fields: Vec<&str> = rest.strip_suffix(')').unwrap().split(", ").collect();
+    let [target, commit, date] = fields[..] else {
+        panic!("version line has not three fields: {}", version.stdout)
+    };
+    assert!(target.contains("-linux-"), "target: {target}");
+    let commit = commit.strip_prefix("commit ").unwrap();
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "commit: {commit}"
+    );
+    let date = date.strip_prefix("built ").unwrap().as_bytes();
+    assert!(
+        date.len() == 10 && date[4] == b'-' && date[7] == b'-',
+        "date: {}",
+        version.stdout
     );
     assert!(mock.received().is_empty(), "help and version ask no server");
 }
