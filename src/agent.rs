@@ -246,7 +246,18 @@ impl Agent<'_> {
         }
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
         let text = reply.content.as_deref().unwrap_or_default();
-        reply.calls = textcalls::recognize(text, &names)
+        let mut calls = textcalls::recognize(text, &names);
+        if calls.is_empty() && context::cut(reply).is_some() {
+            // A reply cut short may end in a half-written call: the whole lines before it are
+            // read (and, the reply being cut, its last call is answered, not run).
+            if let Some((whole, _)) = text.trim_end().rsplit_once('\n') {
+                calls = textcalls::recognize(whole, &names);
+            }
+        }
+        // The same call written again and again in one reply (a small model's loop) runs once.
+        let mut seen = std::collections::HashSet::new();
+        calls.retain(|call| seen.insert((call.name.clone(), call.arguments.clone())));
+        reply.calls = calls
             .into_iter()
             .map(|call| ToolCall::new(new_call_id(), call.name, call.arguments))
             .collect();

@@ -457,3 +457,60 @@ fn a_call_to_an_invented_tool_tells_the_model_which_tools_there_are() {
     );
     assert_eq!(chats[2].last_content(), "print(1)\n");
 }
+
+/// A whole reply, not streamed, with this text and finish reason.
+fn raw_text(text: &str, finish: &str) -> Reply {
+    Reply::Raw {
+        status: 200,
+        headers: vec![("Content-Type", "application/json".into())],
+        body: json!({"choices": [{"index": 0, "finish_reason": finish,
+                       "message": {"role": "assistant", "content": text}}]})
+        .to_string(),
+    }
+}
+
+#[test]
+fn the_same_call_written_again_and_again_in_one_reply_runs_once() {
+    let ws = Workspace::new();
+    let line = r#"{"name": "bash", "arguments": {"command": "echo hi >> count"}}"#;
+    let mock = Mock::start(vec![
+        raw_text(&[line; 4].join("\n"), "stop"),
+        Reply::Text("done"),
+    ]);
+    turn_with(&ws, &mock, false, &["count"]).expect(0);
+    assert_eq!(ws.read("count"), "hi\n");
+    assert_eq!(
+        mock.chats()[1]
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_reply_cut_after_whole_calls_reads_them_and_answers_the_last_as_cut() {
+    // Measured on Qwen2.5-Coder-0.5B at its --max-tokens: bare call lines, the last one cut.
+    let ws = Workspace::new();
+    let text = concat!(
+        "{\"name\": \"bash\", \"arguments\": {\"command\": \"echo a >> log\"}}\n",
+        "{\"name\": \"bash\", \"arguments\": {\"command\": \"echo b >> log\"}}\n",
+        "{\"name\": \"bash\", \"arguments\": {\"comm"
+    );
+    let mock = Mock::start(vec![raw_text(text, "length"), Reply::Text("done")]);
+    let run = turn_with(&ws, &mock, false, &["log"]).expect(0);
+    assert_has(&run.stderr, "cut off at its token limit");
+    assert_eq!(
+        ws.read("log"),
+        "a\n",
+        "the first call ran, the last was answered"
+    );
+    let sent = mock.chats()[1].messages().clone();
+    let results: Vec<&Value> = sent.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(results.len(), 2);
+    assert_has(
+        results[1]["content"].as_str().unwrap(),
+        "Your last reply was cut short",
+    );
+}
