@@ -63,7 +63,7 @@ pub enum Error {
     MaxSteps(u32),
     /// The final answer did not match --output-schema, also after one re-ask: exit 5.
     Schema(String),
-    /// The model made the same call with the same result this many times in a row: exit 4.
+    /// The model made the same call with the same result this many times among its latest: exit 4.
     Repeating { tool: String, times: u32 },
     /// SIGINT: exit 130.
     Interrupted,
@@ -215,8 +215,9 @@ impl fmt::Display for Error {
             }
             Error::Repeating { tool, times } => write!(
                 f,
-                "the model is repeating itself: it made the same {tool} call {times} times in a \
-                 row with the same result, so the turn was stopped"
+                "the model is repeating itself: it made the same {tool} call {times} times in its \
+                 last {} calls with the same result, so the turn was stopped",
+                crate::repeat::WINDOW
             ),
             Error::Interrupted => f.write_str("interrupted"),
         }

@@ -1,25 +1,30 @@
 //! Loop detection. Small models repeat themselves: the same call, with the same arguments,
-//! getting the same result, over and over until --max-steps runs out. `Repeats` watches the
-//! calls of one turn; from the `WARN_AT`th identical call in a row the model is told so, and at
-//! the `STOP_AT`th the turn ends (`Error::Repeating`).
+//! getting the same result, over and over until --max-steps runs out, in a row or taking turns
+//! with another call (measured on Qwen2.5-Coder-1.5B: an `edit_file` whose `old_text` is not
+//! there, then `read_file`, then the same `edit_file` again, fifteen steps long). `Repeats`
+//! watches the calls of one turn; when an identical call with an identical result stands
+//! `WARN_AT` times among the last `WINDOW` calls the model is told so, and at `STOP_AT` the
+//! turn ends (`Error::Repeating`).
 //!
 //! Pure: it sees names, arguments and results, nothing else. Arguments are compared as JSON
-//! values, so spacing and key order do not hide a repeat. A model that alternates between two
-//! calls is not caught; neither is one whose results differ (a clock in the output).
+//! values, so spacing and key order do not hide a repeat. A model whose results differ (a
+//! clock in the output, a file it changes) is not caught: its work is moving.
 
 use serde_json::Value;
 
-/// The identical call in a row that gets a warning with its result.
+/// Identical calls among the latest `WINDOW` that get a warning with the result.
 pub const WARN_AT: u32 = 3;
-/// The identical call in a row that ends the turn.
+/// Identical calls among the latest `WINDOW` that end the turn.
 pub const STOP_AT: u32 = 5;
+/// How many of the latest calls are looked at.
+pub const WINDOW: usize = 10;
 
 /// What to do about the call just made.
 #[derive(Debug, PartialEq)]
 pub enum Verdict {
     /// Nothing to say.
     Fresh,
-    /// The `n`th identical call in a row: tell the model.
+    /// The `n`th identical call among the latest: tell the model.
     Warn(u32),
     /// Enough: end the turn.
     Stop(u32),
@@ -27,21 +32,21 @@ pub enum Verdict {
 
 #[derive(Default)]
 pub struct Repeats {
-    last: Option<(String, String, String)>,
-    count: u32,
+    /// The latest calls with their results, oldest first, at most `WINDOW`.
+    recent: std::collections::VecDeque<(String, String, String)>,
 }
 
 impl Repeats {
     /// Records a call and the result it got (before any warning is added to it).
     pub fn record(&mut self, name: &str, arguments: &str, result: &str) -> Verdict {
         let key = (name.to_string(), canonical(arguments), result.to_string());
-        if self.last.as_ref() == Some(&key) {
-            self.count += 1;
-        } else {
-            self.last = Some(key);
-            self.count = 1;
+        if self.recent.len() == WINDOW {
+            self.recent.pop_front();
         }
-        match self.count {
+        self.recent.push_back(key);
+        let last = self.recent.back().expect("just pushed");
+        let count = self.recent.iter().filter(|k| *k == last).count() as u32;
+        match count {
             n if n >= STOP_AT => Verdict::Stop(n),
             n if n >= WARN_AT => Verdict::Warn(n),
             _ => Verdict::Fresh,
@@ -55,8 +60,8 @@ pub fn note(verdict: &Verdict) -> Option<String> {
         Verdict::Fresh => None,
         Verdict::Warn(n) => Some(warning(n)),
         Verdict::Stop(n) => Some(format!(
-            "\n\n[turn: you made exactly this call {n} times in a row and got exactly this \
-             result each time, so turn stopped the turn.]"
+            "\n\n[turn: you made exactly this call {n} times in your last {WINDOW} calls and got \
+             exactly this result each time, so turn stopped the turn.]"
         )),
     }
 }
@@ -64,8 +69,8 @@ pub fn note(verdict: &Verdict) -> Option<String> {
 /// What the model reads after the result of its `n`th identical call.
 fn warning(n: u32) -> String {
     format!(
-        "\n\n[turn: you have made exactly this call {n} times in a row and got exactly this \
-         result each time. Repeating it will not change anything. Try a different approach: \
+        "\n\n[turn: you have made exactly this call {n} times in your last {WINDOW} calls and got \
+         exactly this result each time. Repeating it will not change anything. Try a different approach: \
          read the error, change the command or the file, or answer with what you found. After \
          {STOP_AT} identical calls the turn is stopped.]"
     )
@@ -143,13 +148,39 @@ mod tests {
     }
 
     #[test]
-    fn alternating_calls_are_not_a_repeat() {
+    fn a_call_taking_turns_with_another_is_a_repeat_too() {
+        // Measured: edit_file fails, read_file, the same edit_file again, and so on.
         let mut repeats = Repeats::default();
-        for i in 0..10 {
-            let command = if i % 2 == 0 { "a" } else { "b" };
-            let args = format!("{{\"command\":\"{command}\"}}");
-            assert_eq!(repeats.record("bash", &args, "same"), Verdict::Fresh);
+        let verdicts: Vec<Verdict> = (0..10)
+            .map(|i| {
+                let command = if i % 2 == 0 { "a" } else { "b" };
+                let args = format!("{{\"command\":\"{command}\"}}");
+                repeats.record("bash", &args, "same")
+            })
+            .collect();
+        assert_eq!(verdicts[..4], [Verdict::Fresh; 4]);
+        assert_eq!(verdicts[4], Verdict::Warn(3));
+        assert_eq!(verdicts[8], Verdict::Stop(5));
+    }
+
+    #[test]
+    fn repeats_older_than_the_window_are_forgotten() {
+        let mut repeats = Repeats::default();
+        let mut n = 0;
+        let mut fresh = || {
+            n += 1;
+            format!("{{\"command\":\"c{n}\"}}")
+        };
+        repeats.record("bash", r#"{"command":"x"}"#, "r");
+        repeats.record("bash", r#"{"command":"x"}"#, "r");
+        for _ in 0..WINDOW - 1 {
+            repeats.record("bash", &fresh(), "r");
         }
+        // One of the two x calls left the window.
+        assert_eq!(
+            repeats.record("bash", r#"{"command":"x"}"#, "r"),
+            Verdict::Fresh
+        );
     }
 
     #[test]
@@ -166,10 +197,10 @@ mod tests {
         assert_eq!(note(&Verdict::Fresh), None);
         assert!(note(&Verdict::Stop(5))
             .unwrap()
-            .contains("5 times in a row"));
+            .contains("5 times in your last 10 calls"));
         let text = note(&Verdict::Warn(3)).unwrap();
         assert!(
-            text.contains("exactly this call 3 times in a row"),
+            text.contains("exactly this call 3 times in your last 10 calls"),
             "{text}"
         );
         assert!(text.contains("different approach"));

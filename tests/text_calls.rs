@@ -331,19 +331,19 @@ fn a_model_repeating_one_failing_call_is_stopped() {
         let mock = Mock::start(vec![Reply::Text(FAILING_CALL); 20]);
         let run = turn_with(&ws, &mock, stream, &["run it"]).expect(4);
         assert_has(&run.stderr, "the model is repeating itself");
-        assert_has(&run.stderr, "same bash call 5 times in a row");
+        assert_has(&run.stderr, "same bash call 5 times in its last 10 calls");
         let chats = mock.chats();
         assert_eq!(chats.len(), 5, "stopped well before --max-steps 50");
         // From the third identical result on, the model is told so.
-        assert!(!chats[2].last_content().contains("times in a row"));
+        assert!(!chats[2].last_content().contains("times in your last"));
         assert_has(
             &chats[3].last_content(),
-            "exactly this call 3 times in a row",
+            "exactly this call 3 times in your last 10 calls",
         );
         assert_has(&chats[3].last_content(), "different approach");
         assert_has(
             &chats[4].last_content(),
-            "exactly this call 4 times in a row",
+            "exactly this call 4 times in your last 10 calls",
         );
     });
 }
