@@ -287,6 +287,13 @@ def die_with_parent():
         pass
 
 
+def default_sigint():
+    """In turn's child before exec: die with the parent, and SIGINT at its default, as from a
+    shell in the foreground (a background job would start with SIGINT ignored)."""
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def kill_group(proc, grace=5.0):
     """Ends a child started with start_new_session: SIGTERM to its group, SIGKILL if it lingers."""
     if proc.poll() is not None:
@@ -640,8 +647,10 @@ class Proxy:
                         exchange.body_head = data[:2000]
                         with contextlib.suppress(ValueError, UnicodeDecodeError):
                             exchange.observe(json.loads(data))
-                except OSError:
-                    pass  # the client went away (an interrupted run): recorded as it stood
+                except (OSError, http.client.HTTPException) as e:
+                    # The client went away (an interrupted run) or the server did: recorded as it stood.
+                    if not isinstance(e, (BrokenPipeError, ConnectionResetError)):
+                        exchange.error = exchange.error or f"proxy: reply cut short: {e!r}"
                 finally:
                     upstream.close()
                     exchange.seconds = time.monotonic() - exchange.started
@@ -750,7 +759,7 @@ def run_turn(binary, proxy, workspace, prompt, *flags, timeout=900, interrupt_wh
         env.pop(var, None)
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True,
-                                env=env, start_new_session=True, preexec_fn=die_with_parent)
+                                env=env, start_new_session=True, preexec_fn=default_sigint)
         events = []
         timer = threading.Timer(timeout, lambda: kill_group(proc, grace=2))
         timer.start()
