@@ -12,8 +12,9 @@
 //! Like `signal.rs`, the handlers are installed without SA_RESTART: a read waiting for a key
 //! returns `Interrupted`, and the editor asks the flags why.
 
+use crate::sandbox::sys::{poll, PollFd, POLLIN};
 use std::io::{self, Write};
-use std::os::raw::{c_int, c_short, c_uint, c_ulong, c_ushort};
+use std::os::raw::{c_int, c_uint, c_ulong, c_ushort};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Once, OnceLock};
 use std::time::Duration;
@@ -22,7 +23,6 @@ const STDIN: c_int = 0;
 const STDOUT: c_int = 1;
 const TCSANOW: c_int = 0;
 const TIOCGWINSZ: c_ulong = 0x5413;
-const POLLIN: c_short = 1;
 
 const SIGHUP: c_int = 1;
 const SIGTERM: c_int = 15;
@@ -71,18 +71,10 @@ struct Winsize {
     ypixel: c_ushort,
 }
 
-#[repr(C)]
-struct PollFd {
-    fd: c_int,
-    events: c_short,
-    revents: c_short,
-}
-
 extern "C" {
     fn tcgetattr(fd: c_int, termios: *mut Termios) -> c_int;
     fn tcsetattr(fd: c_int, action: c_int, termios: *const Termios) -> c_int;
     fn ioctl(fd: c_int, request: c_ulong, ...) -> c_int;
-    fn poll(fds: *mut PollFd, n: c_ulong, timeout: c_int) -> c_int;
     fn read(fd: c_int, buf: *mut std::ffi::c_void, count: usize) -> isize;
     fn write(fd: c_int, buf: *const std::ffi::c_void, count: usize) -> isize;
     fn signal(signum: c_int, handler: usize) -> usize;

@@ -4,10 +4,22 @@
 //! and exec.
 
 use std::io;
-use std::os::raw::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
+use std::os::raw::{c_char, c_int, c_long, c_short, c_uint, c_ulong, c_void};
+
+/// One descriptor for `poll`.
+#[repr(C)]
+pub struct PollFd {
+    pub fd: c_int,
+    pub events: c_short,
+    pub revents: c_short,
+}
+
+/// `poll`'s "data to read" event.
+pub const POLLIN: c_short = 1;
 
 extern "C" {
     pub fn syscall(number: c_long, ...) -> c_long;
+    pub fn poll(fds: *mut PollFd, nfds: c_ulong, timeout: c_int) -> c_int;
     pub fn prctl(option: c_int, ...) -> c_int;
     pub fn open(path: *const c_char, flags: c_int, ...) -> c_int;
     pub fn close(fd: c_int) -> c_int;

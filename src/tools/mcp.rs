@@ -11,14 +11,14 @@
 //! killed, the kernel sends them SIGTERM (PR_SET_PDEATHSIG).
 
 use super::declared::ServerSpec;
-use crate::sandbox::sys::{kill, prctl};
+use crate::sandbox::sys::{kill, poll, prctl, PollFd, POLLIN};
 use crate::signal;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
-use std::os::raw::{c_int, c_short, c_ulong};
+use std::os::raw::{c_int, c_ulong};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -545,21 +545,9 @@ impl Lines {
     }
 }
 
-#[repr(C)]
-struct PollFd {
-    fd: c_int,
-    events: c_short,
-    revents: c_short,
-}
-
-const POLLIN: c_short = 1;
 const SIGTERM: c_int = 15;
 const SIGKILL: c_int = 9;
 const PR_SET_PDEATHSIG: c_int = 1;
-
-extern "C" {
-    fn poll(fds: *mut PollFd, nfds: c_ulong, timeout: c_int) -> c_int;
-}
 
 /// A file with no name in the temp dir (O_TMPFILE), readable only through its handle.
 fn unnamed_file() -> io::Result<File> {
