@@ -147,6 +147,47 @@ fn a_multi_step_loop_edits_a_file() {
 }
 
 #[test]
+fn an_edit_that_misses_is_made_loosely_or_shown_the_lines_most_like_it() {
+    let ws = Workspace::new();
+    ws.write(
+        "greet.py",
+        "def main():\n    message = 'Hi'\n    print(message)\n",
+    );
+    let mock = Mock::start(vec![
+        // Remembered wrong: nothing changes, and the error shows what is there.
+        calls(&[(
+            "edit_file",
+            json!({"path": "greet.py", "old_text": "print('Hello, world!')", "new_text": "x"}),
+        )]),
+        // Copied without its indentation and with a space at its end: edited, and the new
+        // text indented like the file.
+        calls(&[(
+            "edit_file",
+            json!({"path": "greet.py", "old_text": "message = 'Hi' \nprint(message)", "new_text": "message = 'Hi'\nprint(message.upper())"}),
+        )]),
+        Reply::Text("Done."),
+    ]);
+    turn_in(&ws, &mock, false, &["shout"]).expect(0);
+    assert_eq!(
+        ws.read("greet.py"),
+        "def main():\n    message = 'Hi'\n    print(message.upper())\n"
+    );
+    let chats = mock.chats();
+    assert_eq!(
+        chats[1].last_content(),
+        "Error: old_text was not found in greet.py. The lines most like it are these (line \
+         number, tab, text):\n1\tdef main():\n2\t    message = 'Hi'\n3\t    print(message)\n\n\
+         Read the file again and copy old_text exactly, whitespace and indentation included, \
+         without the line numbers."
+    );
+    assert_eq!(
+        chats[2].last_content(),
+        "Replaced 1 occurrence in greet.py at line 2 (old_text matched it with only the \
+         whitespace at line ends different; the new text was indented like the file)"
+    );
+}
+
+#[test]
 fn text_alongside_calls_is_printed_and_kept() {
     let ws = Workspace::new();
     let sse = concat!(

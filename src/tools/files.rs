@@ -5,12 +5,12 @@
 //! regular files are read or written; writes go through a temp file and a rename, keeping the
 //! file's owner, mode and hard links (see `fsafe::Dir::replace`).
 
-use super::{replace, truncate, Context, Output};
+use super::{nearmatch, replace, truncate, Context, Output};
 use crate::approve::{Action, Approver};
 use crate::sandbox::{self, fsafe, Node};
 use serde::Deserialize;
 use std::fs;
-use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// Lines `read_file` returns when the model gives no `limit`.
@@ -252,12 +252,7 @@ pub(super) fn edit_file(
         _ => format!("cannot read {name}: {e}"),
     })?;
     match found.offsets.len() {
-        0 => {
-            return Err(format!(
-                "old_text was not found in {name}; read the file again and copy the text exactly, \
-                 whitespace and indentation included"
-            ))
-        }
+        0 => return edit_loosely(&args, &file, &name, rel, ctx, approver),
         n if n > 1 && !args.replace_all => {
             return Err(format!(
                 "old_text appears {n} times in {name}; include more surrounding lines to make it unique, \
@@ -290,5 +285,64 @@ pub(super) fn edit_file(
     Ok(Output::ok(format!(
         "Replaced {times} in {name} (first at line {})",
         found.first_line
+    )))
+}
+
+/// The most of a file that `edit_file` reads whole, to look for `old_text` loosely or for the
+/// lines most like it, when it is not there exactly.
+const MAX_LOOSE_BYTES: usize = 4 << 20;
+
+/// `edit_file` when `old_text` is not in the file exactly: the same lines with only their
+/// indentation or trailing spaces different, found once, are edited (see `nearmatch`);
+/// otherwise the error shows the lines most like `old_text`.
+fn edit_loosely(
+    args: &EditArgs,
+    mut file: &fs::File,
+    name: &dyn std::fmt::Display,
+    rel: &Path,
+    ctx: &Context,
+    approver: &mut Approver,
+) -> Result<Output, String> {
+    let not_found = format!("old_text was not found in {name}");
+    let copy = "Read the file again and copy old_text exactly, whitespace and indentation \
+                included, without the line numbers";
+    let mut content = String::new();
+    let read = file.seek(SeekFrom::Start(0)).and_then(|_| {
+        file.take(MAX_LOOSE_BYTES as u64 + 1)
+            .read_to_string(&mut content)
+    });
+    // Too large to read whole, or a loose guess at every occurrence: only exact text then.
+    if read.is_err() || content.len() > MAX_LOOSE_BYTES || args.replace_all {
+        return Err(format!("{not_found}. {copy}."));
+    }
+    let Some(found) = nearmatch::loose(&content, &args.old_text, &args.new_text) else {
+        return Err(match nearmatch::closest(&content, &args.old_text) {
+            Some(near) => format!(
+                "{not_found}. The lines most like it are these (line number, tab, text):\n\
+                 {near}\n\n{copy}."
+            ),
+            None => format!("{not_found}, nor anything like it. {copy}."),
+        });
+    };
+    may_write(ctx, approver, &format!("edit {name}"))?;
+    let (Some(parent), Some(file_name)) = (rel.parent(), rel.file_name()) else {
+        return Err(format!("{name} is a directory"));
+    };
+    let dir = ctx.root.open_dir(parent).map_err(|e| opening(&e, name))?;
+    dir.replace(file_name, Some(file), |out| {
+        file.seek(SeekFrom::Start(0))?;
+        replace::splice(
+            file,
+            out,
+            &[found.start as u64],
+            found.end - found.start,
+            found.replacement.as_bytes(),
+        )
+    })
+    .map_err(|e| format!("cannot write {name}: {e}"))?;
+    Ok(Output::ok(format!(
+        "Replaced 1 occurrence in {name} at line {} (old_text matched it with only the \
+         whitespace at line ends different; the new text was indented like the file)",
+        found.line
     )))
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 pub mod declared;
 mod files;
 pub mod mcp;
+pub mod nearmatch;
 pub mod replace;
 mod shell;
 pub mod truncate;
