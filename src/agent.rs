@@ -23,6 +23,11 @@ use serde_json::{json, Value};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
+/// What the model reads when its answer showed commands or code and called no tool.
+pub const ACT_NOTE: &str = "[turn: your reply called no tool, so nothing was run or changed. \
+    Do not give the user commands or code: if the task needs them, call the tool yourself now \
+    (bash, write_file or edit_file). If the task is done, answer in one or two sentences.]";
+
 /// Everything that stays the same from one request to the next.
 pub struct Agent<'a> {
     pub client: &'a Client,
@@ -60,6 +65,8 @@ impl Agent<'_> {
         // and serializing it anew each time was most of a step's CPU.
         let mut wire: Vec<Box<RawValue>> = Vec::with_capacity(history.len());
         let mut repeats = Repeats::default();
+        // Whether the model was asked to act on an answer, and whether a file was written.
+        let (mut asked, mut changed) = (false, false);
         // The main loop: one model request per pass.
         let text = loop {
             if steps == self.max_steps {
@@ -87,15 +94,30 @@ impl Agent<'_> {
                     )
                 })
                 .collect();
-            push(
-                history,
-                Message::assistant(reply.content.clone(), kept),
-                reporter,
-            );
+            // Calls written as text are kept as native calls only: the model then sees its
+            // calls in its template's own form in later requests (and takes that form up),
+            // not its text, which it copies and lengthens reply after reply (measured on
+            // Qwen2.5-Coder-1.5B). The text was reported as it came.
+            let content = match origin {
+                Origin::Text if !kept.is_empty() => None,
+                _ => reply.content.clone(),
+            };
+            push(history, Message::assistant(content, kept), reporter);
             if reply.calls.is_empty() {
                 if let Some(why) = cut {
                     let note = Message::user(context::cut_note(why, false));
                     push(history, note, reporter);
+                    continue;
+                }
+                // An answer that hands the user commands or code, when nothing was written
+                // this turn, is asked once whether the model meant to run them itself.
+                let text = reply.content.as_deref().unwrap_or_default();
+                if !asked && !changed && textcalls::hands_over_commands(text) {
+                    asked = true;
+                    reporter.report(Event::Notice(
+                        "the answer shows commands or code but called no tool; asking the model once to act",
+                    ));
+                    push(history, Message::user(ACT_NOTE), reporter);
                     continue;
                 }
                 if reply.content.is_none() {
@@ -127,10 +149,21 @@ impl Agent<'_> {
                         text: context::cut_note(why, true),
                         elided: 0,
                     },
-                    _ => tools::run(name, arguments, &self.tools, &mut self.approver),
+                    _ => {
+                        // The tool cuts its output to the window's share itself: one cut,
+                        // whose note says what it took out.
+                        let limit = self.tools.max_output;
+                        if let Some(chars) = self.context.result_chars(reply.calls.len()) {
+                            self.tools.max_output = limit.min(chars.max(1));
+                        }
+                        let output = tools::run(name, arguments, &self.tools, &mut self.approver);
+                        self.tools.max_output = limit;
+                        output
+                    }
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
-                let verdict = repeats.record(name, arguments, &output.text);
+                changed |= output.ok && matches!(name, "write_file" | "edit_file");
+                let verdict = repeats.record(output.ok, name, arguments, &output.text);
                 output.text.extend(repeat::note(&verdict));
                 if let Verdict::Stop(times) = verdict {
                     repeating = Some(Error::Repeating {

@@ -78,7 +78,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         .transpose()?;
     let system = match &args.system {
         Some(path) => read_file(path, "cannot read the --system file")?,
-        None => prompt::builtin(&workspace),
+        None => prompt::builtin(),
     };
     let system = prompt::with_agents_md(system, &workspace);
     let root = open_dir(&workspace)?;

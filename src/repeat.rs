@@ -4,7 +4,10 @@
 //! there, then `read_file`, then the same `edit_file` again, fifteen steps long). `Repeats`
 //! watches the calls of one turn; when an identical call with an identical result stands
 //! `WARN_AT` times among the last `WINDOW` calls the model is told so, and at `STOP_AT` the
-//! turn ends (`Error::Repeating`).
+//! turn ends (`Error::Repeating`). A call that succeeded is spoken of from its second time:
+//! small models run the tests that passed, or the count they already have, again and again
+//! instead of answering (measured: `find . -name '*.py' | wc -l` five times for a question it
+//! answers), so they are told at once that the step is done and how to finish.
 //!
 //! Pure: it sees names, arguments and results, nothing else. Arguments are compared as JSON
 //! values, so spacing and key order do not hide a repeat. A model whose results differ (a
@@ -26,6 +29,8 @@ pub enum Verdict {
     Fresh,
     /// The `n`th identical call among the latest: tell the model.
     Warn(u32),
+    /// The `n`th identical call that succeeded: tell the model the step is done.
+    Done(u32),
     /// Enough: end the turn.
     Stop(u32),
 }
@@ -37,8 +42,9 @@ pub struct Repeats {
 }
 
 impl Repeats {
-    /// Records a call and the result it got (before any warning is added to it).
-    pub fn record(&mut self, name: &str, arguments: &str, result: &str) -> Verdict {
+    /// Records a call, whether it succeeded, and the result it got (before any warning is
+    /// added to it).
+    pub fn record(&mut self, ok: bool, name: &str, arguments: &str, result: &str) -> Verdict {
         let key = (name.to_string(), canonical(arguments), result.to_string());
         if self.recent.len() == WINDOW {
             self.recent.pop_front();
@@ -48,7 +54,9 @@ impl Repeats {
         let count = self.recent.iter().filter(|k| *k == last).count() as u32;
         match count {
             n if n >= STOP_AT => Verdict::Stop(n),
-            n if n >= WARN_AT => Verdict::Warn(n),
+            n if n >= WARN_AT && !ok => Verdict::Warn(n),
+            // Reading a file again is how a failed edit is put right: not a repeat to speak of.
+            n if n >= 2 && ok && name != "read_file" => Verdict::Done(n),
             _ => Verdict::Fresh,
         }
     }
@@ -59,6 +67,10 @@ pub fn note(verdict: &Verdict) -> Option<String> {
     match *verdict {
         Verdict::Fresh => None,
         Verdict::Warn(n) => Some(warning(n)),
+        Verdict::Done(n) => Some(format!(
+            "\n\n[turn: call made {n} times, same result each time: this step is done. Do the \
+             next step, or if the task is done, give the user your answer.]"
+        )),
         Verdict::Stop(n) => Some(format!(
             "\n\n[turn: you made exactly this call {n} times in your last {WINDOW} calls and got \
              exactly this result each time, so turn stopped the turn.]"
@@ -92,7 +104,7 @@ mod tests {
     fn the_same_call_and_result_warns_then_stops() {
         let mut repeats = Repeats::default();
         let verdicts: Vec<Verdict> = (0..6)
-            .map(|_| repeats.record("bash", r#"{"command":"python hello.py"}"#, "boom"))
+            .map(|_| repeats.record(false, "bash", r#"{"command":"python hello.py"}"#, "boom"))
             .collect();
         assert_eq!(
             verdicts,
@@ -110,10 +122,10 @@ mod tests {
     #[test]
     fn spelling_of_the_arguments_does_not_matter() {
         let mut repeats = Repeats::default();
-        repeats.record("bash", r#"{"command":"ls","x":1}"#, "r");
-        repeats.record("bash", r#"{ "x": 1, "command": "ls" }"#, "r");
+        repeats.record(false, "bash", r#"{"command":"ls","x":1}"#, "r");
+        repeats.record(false, "bash", r#"{ "x": 1, "command": "ls" }"#, "r");
         assert_eq!(
-            repeats.record("bash", "{\"x\":1,\n\"command\":\"ls\"}", "r"),
+            repeats.record(false, "bash", "{\"x\":1,\n\"command\":\"ls\"}", "r"),
             Verdict::Warn(3)
         );
     }
@@ -122,27 +134,27 @@ mod tests {
     fn anything_different_starts_over() {
         let mut repeats = Repeats::default();
         for _ in 0..4 {
-            repeats.record("bash", r#"{"command":"ls"}"#, "r");
+            repeats.record(false, "bash", r#"{"command":"ls"}"#, "r");
         }
         // A different result, tool or argument each breaks the run.
         assert_eq!(
-            repeats.record("bash", r#"{"command":"ls"}"#, "other"),
+            repeats.record(false, "bash", r#"{"command":"ls"}"#, "other"),
             Verdict::Fresh
         );
         assert_eq!(
-            repeats.record("read_file", r#"{"command":"ls"}"#, "other"),
+            repeats.record(false, "read_file", r#"{"command":"ls"}"#, "other"),
             Verdict::Fresh
         );
         assert_eq!(
-            repeats.record("read_file", r#"{"command":"ls -a"}"#, "other"),
+            repeats.record(false, "read_file", r#"{"command":"ls -a"}"#, "other"),
             Verdict::Fresh
         );
         assert_eq!(
-            repeats.record("read_file", r#"{"command":"ls -a"}"#, "other"),
+            repeats.record(false, "read_file", r#"{"command":"ls -a"}"#, "other"),
             Verdict::Fresh
         );
         assert_eq!(
-            repeats.record("read_file", r#"{"command":"ls -a"}"#, "other"),
+            repeats.record(false, "read_file", r#"{"command":"ls -a"}"#, "other"),
             Verdict::Warn(3)
         );
     }
@@ -155,7 +167,7 @@ mod tests {
             .map(|i| {
                 let command = if i % 2 == 0 { "a" } else { "b" };
                 let args = format!("{{\"command\":\"{command}\"}}");
-                repeats.record("bash", &args, "same")
+                repeats.record(false, "bash", &args, "same")
             })
             .collect();
         assert!(verdicts[..4].iter().all(|v| *v == Verdict::Fresh));
@@ -171,14 +183,14 @@ mod tests {
             n += 1;
             format!("{{\"command\":\"c{n}\"}}")
         };
-        repeats.record("bash", r#"{"command":"x"}"#, "r");
-        repeats.record("bash", r#"{"command":"x"}"#, "r");
+        repeats.record(false, "bash", r#"{"command":"x"}"#, "r");
+        repeats.record(false, "bash", r#"{"command":"x"}"#, "r");
         for _ in 0..WINDOW - 1 {
-            repeats.record("bash", &fresh(), "r");
+            repeats.record(false, "bash", &fresh(), "r");
         }
         // One of the two x calls left the window.
         assert_eq!(
-            repeats.record("bash", r#"{"command":"x"}"#, "r"),
+            repeats.record(false, "bash", r#"{"command":"x"}"#, "r"),
             Verdict::Fresh
         );
     }
@@ -186,10 +198,43 @@ mod tests {
     #[test]
     fn arguments_that_are_not_json_compare_as_text() {
         let mut repeats = Repeats::default();
-        repeats.record("bash", "{oops", "Error");
-        repeats.record("bash", "{oops", "Error");
-        assert_eq!(repeats.record("bash", "{oops", "Error"), Verdict::Warn(3));
-        assert_eq!(repeats.record("bash", "{oops ", "Error"), Verdict::Fresh);
+        repeats.record(false, "bash", "{oops", "Error");
+        repeats.record(false, "bash", "{oops", "Error");
+        assert_eq!(
+            repeats.record(false, "bash", "{oops", "Error"),
+            Verdict::Warn(3)
+        );
+        assert_eq!(
+            repeats.record(false, "bash", "{oops ", "Error"),
+            Verdict::Fresh
+        );
+    }
+
+    #[test]
+    fn a_call_that_succeeded_is_spoken_of_from_its_second_time() {
+        let mut repeats = Repeats::default();
+        let verdicts: Vec<Verdict> = (0..5)
+            .map(|_| repeats.record(true, "bash", r#"{"command":"wc -l a"}"#, "8\n"))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                Verdict::Fresh,
+                Verdict::Done(2),
+                Verdict::Done(3),
+                Verdict::Done(4),
+                Verdict::Stop(5)
+            ]
+        );
+        let note = note(&verdicts[1]).unwrap();
+        assert!(note.contains("call made 2 times, same result"), "{note}");
+        assert!(note.contains("give the user your answer"), "{note}");
+        // Reading a file again after a failed edit is no repeat to speak of.
+        repeats.record(true, "read_file", r#"{"path":"a"}"#, "1\tx");
+        assert_eq!(
+            repeats.record(true, "read_file", r#"{"path":"a"}"#, "1\tx"),
+            Verdict::Fresh
+        );
     }
 
     #[test]

@@ -50,7 +50,11 @@ fn a_fenced_json_call_runs_and_its_result_reaches_the_model() {
         let messages = chats[1].messages();
         let call = &messages[2];
         assert_eq!(call["role"], "assistant");
-        assert_eq!(call["content"], FENCED_CALL, "the text stays");
+        assert_eq!(
+            call["content"],
+            Value::Null,
+            "the call stands in for its text"
+        );
         assert_eq!(call["tool_calls"][0]["function"]["name"], "bash");
         let arguments: Value = serde_json::from_str(
             call["tool_calls"][0]["function"]["arguments"]
@@ -113,11 +117,26 @@ const AN_ANSWER: &str = "Put this in config.json:\n\n```json\n{\"name\": \"demo\
 fn an_answer_with_a_json_example_and_a_bash_block_runs_nothing() {
     both(|stream| {
         let ws = Workspace::new();
-        let mock = Mock::start(vec![Reply::Text(AN_ANSWER)]);
+        let mock = Mock::start(vec![
+            Reply::Text(AN_ANSWER),
+            Reply::Text("Set the port in config.json."),
+        ]);
         let run = turn_with(&ws, &mock, stream, &["how do I configure it?"]).expect(0);
-        assert_eq!(run.stdout, format!("{AN_ANSWER}\n"));
+        // The answer hands over a command, so the model is asked once whether it meant to run
+        // it; its second answer is final whatever it says.
+        assert_eq!(
+            run.stdout,
+            format!("{AN_ANSWER}\nSet the port in config.json.\n")
+        );
         assert!(!run.stderr.contains("[bash]"), "{}", run.stderr);
-        assert_eq!(mock.chats().len(), 1);
+        assert!(run.stderr.contains("asking the model once to act"));
+        let chats = mock.chats();
+        assert_eq!(chats.len(), 2);
+        let note = chats[1].last_content();
+        assert!(
+            note.starts_with("[turn: your reply called no tool, so nothing was run"),
+            "{note}"
+        );
         assert!(!exists(&ws.path("should-not-exist")));
         assert!(!exists(&ws.path("nor-this")));
     });
@@ -168,7 +187,12 @@ fn the_text_protocol_sends_no_tools_and_finishes_a_multi_step_task() {
             }
         }
         let last = chats[2].messages();
-        assert_eq!(last[last.len() - 2]["content"], CAT_CALL);
+        // The call is sent back in turn's one rendering, not as the model spelled it.
+        assert_eq!(
+            last[last.len() - 2]["content"],
+            "```json\n{\"name\": \"bash\", \"arguments\": {\"command\":\"cat hello.py\"}}\n```"
+        );
+        assert_ne!(last[last.len() - 2]["content"], CAT_CALL);
         assert_eq!(last.last().unwrap()["role"], "user");
         let result = chats[2].last_content();
         assert!(result.starts_with("Result of bash call call_"), "{result}");

@@ -430,15 +430,27 @@ impl Keeper {
         Ok(())
     }
 
+    /// A tool result's share of the window, in JSON bytes: the results of one reply's `calls`
+    /// share half the room the system prompt, tools and user's messages leave.
+    fn result_share(&self, calls: usize) -> Option<usize> {
+        let budget = self.budget()?;
+        let room = budget.high.saturating_sub(self.floor) / 2;
+        Some(self.rate.bytes(room / calls.max(1) as u64))
+    }
+
+    /// The most chars a tool should return for one of `calls`, so that its own cut (which
+    /// knows what it cut, and quotes the failures in it) is the only one: a little under its
+    /// share, since JSON escapes make text longer. `None` when the window is not known.
+    pub fn result_chars(&self, calls: usize) -> Option<usize> {
+        self.result_share(calls).map(|share| share / 10 * 9)
+    }
+
     /// Cuts a tool result larger than its share of the window to fit, head and tail, whatever
-    /// --max-output said: the results of one reply's `calls` share half the room the system
-    /// prompt, tools and user's messages leave. Returns how many chars were cut.
+    /// --max-output said. Returns how many chars were cut.
     pub fn fit_result(&self, text: &mut String, calls: usize) -> usize {
-        let Some(budget) = self.budget() else {
+        let Some(share) = self.result_share(calls) else {
             return 0;
         };
-        let room = budget.high.saturating_sub(self.floor) / 2;
-        let share = self.rate.bytes(room / calls.max(1) as u64);
         let json_len = |t: &str| serde_json::to_string(t).map_or(t.len(), |j| j.len());
         if json_len(text) <= share {
             return 0;

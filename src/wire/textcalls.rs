@@ -80,6 +80,28 @@ pub fn recognize(text: &str, tools: &[&str]) -> Vec<TextCall> {
     sequence(whole_fence(text).unwrap_or(text), Names::Any).unwrap_or_default()
 }
 
+/// Whether an answer hands the user commands or code to run: a fenced block in a shell or
+/// Python, or with no language. Small models do that instead of calling a tool (measured on
+/// Qwen2.5-Coder-1.5B: "you can run `find … | sort | uniq -c`" in a ```` ```bash ```` block, for a
+/// question it had to answer), so the loop asks once whether it meant to call (see agent.rs).
+pub fn hands_over_commands(text: &str) -> bool {
+    const LANGUAGES: [&str; 8] = ["", "sh", "bash", "shell", "console", "zsh", "python", "py"];
+    let mut open = false;
+    for line in text.lines() {
+        if open {
+            open = line.trim() != "```";
+            continue;
+        }
+        if let Some(info) = fence_open(line) {
+            if LANGUAGES.contains(&info.to_ascii_lowercase().as_str()) {
+                return true;
+            }
+            open = true;
+        }
+    }
+    false
+}
+
 /// Which tool names a call may have.
 #[derive(Clone, Copy)]
 enum Names<'a> {
@@ -341,10 +363,17 @@ fn unfence(text: &str) -> &str {
 }
 
 /// The whole message as calls (Llama 3.x, Qwen2.5-Coder without a fence), or its last
-/// paragraph when that starts on a line of its own and is nothing but calls.
+/// paragraph when that starts on a line of its own and is nothing but calls, or its first
+/// paragraph when that is nothing but calls (Qwen2.5-Coder-1.5B writes the call, then goes on
+/// to explain what its result will show).
 fn bare(text: &str, names: Names) -> Vec<TextCall> {
     if let Some(calls) = sequence(text, names) {
         return calls;
+    }
+    if let Some((first, _)) = text.split_once("\n\n").filter(|_| text.starts_with('{')) {
+        if let Some(calls) = sequence(first, names) {
+            return calls;
+        }
     }
     // Lines that could start the trailing calls, latest last; only the last few are tried, so
     // a long message costs little.
@@ -361,8 +390,52 @@ fn bare(text: &str, names: Names) -> Vec<TextCall> {
 }
 
 /// `text` as one or more calls: objects or arrays of objects, separated by white space, `;` or
-/// `,`. `None` unless every value is a call to an offered tool.
+/// `,`. `None` unless every value is a call to an offered tool. JSON that is invalid only for
+/// its strings (`\;` in a `find -exec`, a raw newline in a file's content) is read as meant.
 fn sequence(text: &str, names: Names) -> Option<Vec<TextCall>> {
+    strict_sequence(text, names).or_else(|| strict_sequence(&repair_strings(text)?, names))
+}
+
+/// `text` with the strings of its JSON made valid: a backslash that starts no JSON escape is
+/// doubled (so `\;` means the two characters the model wrote), and raw control characters are
+/// escaped. `None` when there was nothing to repair.
+fn repair_strings(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 16);
+    let (mut inside, mut changed) = (false, false);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => inside = !inside,
+            '\\' if inside => match chars.peek() {
+                Some(&next) if "\"\\/bfnrtu".contains(next) => {
+                    out.push(c);
+                    out.push(next);
+                    chars.next();
+                    continue;
+                }
+                _ => {
+                    out.push_str("\\\\");
+                    changed = true;
+                    continue;
+                }
+            },
+            '\n' | '\r' | '\t' if inside => {
+                out.push_str(match c {
+                    '\n' => "\\n",
+                    '\r' => "\\r",
+                    _ => "\\t",
+                });
+                changed = true;
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    changed.then_some(out)
+}
+
+fn strict_sequence(text: &str, names: Names) -> Option<Vec<TextCall>> {
     let mut calls = Vec::new();
     let mut rest = text.trim();
     while !rest.is_empty() {
@@ -689,7 +762,7 @@ mod tests {
     /// Answers that look a little like calls: none of them may run anything.
     #[test]
     fn near_misses_stay_answers() {
-        let cases: [(&str, &str); 16] = [
+        let cases: [(&str, &str); 17] = [
             (
                 "an invented tool in a block among prose",
                 "You could call it like this:\n```json\n{ \"name\": \"Skill\", \"arguments\": { \"name\": \"none\" } }\n```\nif it existed.",
@@ -721,8 +794,12 @@ mod tests {
                 "Here is the result: {\"name\": \"bash\", \"parameters\": {\"command\": \"ls\"}} Would you like to know more?",
             ),
             (
-                "an object followed by more prose",
-                "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n\nThis would list the files.",
+                "an object followed by more prose on the same line",
+                "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}} would list the files.",
+            ),
+            (
+                "a first paragraph that is an object but no call",
+                "{\"port\": 8080}\n\nThat is the setting to use.",
             ),
             (
                 "a call without arguments",
@@ -758,6 +835,74 @@ mod tests {
         ];
         for (what, text) in cases {
             assert_eq!(recognize(text, &OURS), Vec::new(), "{what}");
+        }
+    }
+
+    #[test]
+    fn a_call_as_the_first_paragraph_is_a_call_whatever_follows() {
+        // Qwen2.5-Coder-1.5B against llama-server: the call, then what it expects to see.
+        let text = "{\"name\": \"bash\", \"arguments\": {\"command\": \"python3 -m unittest\"}}\n\nThe output of `python3 -m unittest` should indicate why the tests are failing. You can run:\n\n```sh\npython3 test_main.py\n```";
+        assert_eq!(
+            calls(text, &OURS),
+            one(
+                "bash",
+                serde_json::json!({"command": "python3 -m unittest"})
+            )
+        );
+        // Invented tools count only when the message is nothing but calls.
+        let text = "{\"name\": \"python\", \"arguments\": {\"code\": \"1\"}}\n\nThat runs it.";
+        assert_eq!(calls(text, &OURS), Vec::new());
+    }
+
+    #[test]
+    fn strings_that_are_invalid_json_are_read_as_meant() {
+        // Qwen2.5-Coder-1.5B: `\;` is no JSON escape, but the command means it.
+        let text = r#"{"name": "bash", "arguments": {"command": "find . -name '*.py' -exec sed -i 's/a/b/g' {} \; && echo ok"}}"#;
+        assert_eq!(
+            calls(text, &OURS),
+            one(
+                "bash",
+                serde_json::json!({"command": "find . -name '*.py' -exec sed -i 's/a/b/g' {} \\; && echo ok"})
+            )
+        );
+        // A raw newline and tab in a file's content, in a fence.
+        let text = "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.py\", \"content\": \"if x:\n\ty()\n\"}}\n```";
+        assert_eq!(
+            calls(text, &OURS),
+            one(
+                "write_file",
+                serde_json::json!({"path": "a.py", "content": "if x:\n\ty()\n"})
+            )
+        );
+        // Valid escapes stay as they are; broken structure stays broken.
+        assert_eq!(repair_strings(r#"{"a": "x\"y\\z\u0041"}"#), None);
+        assert_eq!(
+            calls(r#"{"name": "bash", "arguments": {"command": "a\;"}"#, &OURS),
+            Vec::new()
+        );
+    }
+
+    #[test]
+    fn answers_that_hand_over_commands() {
+        let yes = [
+            "You can run:\n\n```bash\nfind . -name '*.py' | wc -l\n```\n",
+            "Like this:\n```sh\npip install run_checks\n```",
+            "```\nls -R\n```",
+            "Add this:\n```python\ndef clamp(x): ...\n```",
+            "First the config:\n```toml\nport = 1\n```\nthen:\n```console\n$ make\n```",
+        ];
+        for text in yes {
+            assert!(hands_over_commands(text), "{text}");
+        }
+        let no = [
+            "The port is now 9090.",
+            "8 files, most in src/app.",
+            "It looked like this:\n```toml\nport = 8080\n```",
+            "Run `make test` to check.",
+            "A fence inside a line ```bash is not a block.",
+        ];
+        for text in no {
+            assert!(!hands_over_commands(text), "{text}");
         }
     }
 
