@@ -23,10 +23,27 @@ use serde_json::{json, Value};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
-/// What the model reads when its answer showed commands or code and called no tool.
-pub const ACT_NOTE: &str = "[turn: your reply called no tool, so nothing was run or changed. \
-    Do not give the user commands or code: if the task needs them, call the tool yourself now \
-    (bash, write_file or edit_file). If the task is done, answer in one or two sentences.]";
+/// What the model reads when its answer called no tool but showed commands or code
+/// (`hands_over`), or repeated a tool's result: the task again, since a small model takes the
+/// latest user message for the task (measured on Qwen2.5-Coder-1.5B: "Please provide the
+/// task" after a note without it).
+fn act_note(hands_over: bool, task: &str) -> String {
+    let task: String = task.chars().take(2000).collect();
+    let what = if hands_over {
+        "your reply called no tool, so nothing was run or changed. Do not give the user \
+         commands or code: if the task needs them, call the tool yourself now (bash, write_file \
+         or edit_file)"
+    } else {
+        "your reply repeated a tool's result. Results are for you to read, not to answer with. \
+         Go on with the task: call the next tool"
+    };
+    format!(
+        "[turn: {what}. If the task is done, answer in one or two sentences.]\n\nThe task: {task}"
+    )
+}
+
+/// Most notes (`act_note`) one turn gets.
+const MAX_ACT_NOTES: u32 = 2;
 
 /// Everything that stays the same from one request to the next.
 pub struct Agent<'a> {
@@ -48,6 +65,10 @@ pub struct Agent<'a> {
     pub tool_names: Vec<String>,
     /// What the text protocol adds to the system prompt (see textproto::tools_prompt).
     pub text_prompt: String,
+    /// The workspace's files, added to the next prompt once (see prompt::file_list).
+    pub file_list: Option<String>,
+    /// Whether the files a prompt names are read before its first request.
+    pub preload: bool,
 }
 
 impl Agent<'_> {
@@ -59,14 +80,25 @@ impl Agent<'_> {
         prompt: &str,
         reporter: &mut dyn Reporter,
     ) -> Result<String> {
-        push(history, Message::user(prompt), reporter);
+        let task = prompt;
+        let prompt = match self.file_list.take() {
+            Some(list) => format!("{prompt}\n\n{list}"),
+            None => prompt.to_string(),
+        };
+        push(history, Message::user(prompt.as_str()), reporter);
+        if self.preload {
+            let named = crate::prompt::named_files(task, self.tools.workspace);
+            self.read_named(&named, history, reporter);
+        }
         let mut steps = 0;
         // Each message's JSON, in step with `history`: every request resends the whole history,
         // and serializing it anew each time was most of a step's CPU.
         let mut wire: Vec<Box<RawValue>> = Vec::with_capacity(history.len());
         let mut repeats = Repeats::default();
-        // Whether the model was asked to act on an answer, and whether a file was written.
-        let (mut asked, mut changed) = (false, false);
+        // How often the model was asked to act on an answer, whether a file was written, and
+        // the last tool result (an answer that only repeats it is no answer).
+        let (mut asked, mut changed) = (0, false);
+        let mut last_result = String::new();
         // The main loop: one model request per pass.
         let text = loop {
             if steps == self.max_steps {
@@ -112,12 +144,16 @@ impl Agent<'_> {
                 // An answer that hands the user commands or code, when nothing was written
                 // this turn, is asked once whether the model meant to run them itself.
                 let text = reply.content.as_deref().unwrap_or_default();
-                if !asked && !changed && textcalls::hands_over_commands(text) {
-                    asked = true;
-                    reporter.report(Event::Notice(
-                        "the answer shows commands or code but called no tool; asking the model once to act",
-                    ));
-                    push(history, Message::user(ACT_NOTE), reporter);
+                let hands_over = !changed && textcalls::hands_over_commands(text);
+                let echoes = textcalls::echoes_result(text, &last_result);
+                if asked < MAX_ACT_NOTES && (hands_over || echoes) {
+                    asked += 1;
+                    reporter.report(Event::Notice(if hands_over {
+                        "the answer shows commands or code but called no tool; asking the model to act"
+                    } else {
+                        "the answer repeats a tool's result; asking the model to go on"
+                    }));
+                    push(history, Message::user(act_note(hands_over, task)), reporter);
                     continue;
                 }
                 if reply.content.is_none() {
@@ -181,6 +217,7 @@ impl Agent<'_> {
                     elided: output.elided,
                     origin,
                 });
+                last_result = output.text;
             }
             if signal::interrupted() {
                 return Err(Error::Interrupted);
@@ -190,6 +227,59 @@ impl Agent<'_> {
             }
         };
         Ok(text)
+    }
+
+    /// Reads the files the prompt names, as calls of turn's own in the history: the model
+    /// starts from their text instead of guessing it (small models edit a file they have not
+    /// read, with old_text made up), and sees a call in its template's own form. A read that
+    /// fails (a file that changed kind since it was found) is left in as its error.
+    fn read_named(
+        &mut self,
+        files: &[String],
+        history: &mut Vec<Message>,
+        reporter: &mut dyn Reporter,
+    ) {
+        if files.is_empty() {
+            return;
+        }
+        let calls: Vec<ToolCall> = files
+            .iter()
+            .map(|path| {
+                ToolCall::new(
+                    new_call_id(),
+                    "read_file",
+                    json!({ "path": path }).to_string(),
+                )
+            })
+            .collect();
+        push(history, Message::assistant(None, calls.clone()), reporter);
+        let limit = self.tools.max_output;
+        for call in &calls {
+            let (id, name, arguments) = (&call.id, "read_file", &call.function.arguments);
+            let origin = Origin::Turn;
+            reporter.report(Event::ToolCall {
+                id,
+                name,
+                arguments,
+                origin,
+            });
+            if let Some(chars) = self.context.result_chars(calls.len()) {
+                self.tools.max_output = limit.min(chars.max(1));
+            }
+            let mut output = tools::run(name, arguments, &self.tools, &mut self.approver);
+            self.tools.max_output = limit;
+            output.elided += self.context.fit_result(&mut output.text, calls.len());
+            push(history, Message::tool(id, output.text.as_str()), reporter);
+            reporter.report(Event::ToolResult {
+                id,
+                name,
+                arguments,
+                ok: output.ok,
+                output: &output.text,
+                elided: output.elided,
+                origin,
+            });
+        }
     }
 
     /// One model request for `history` (serialized in `wire`, kept in step): normalized and

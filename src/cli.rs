@@ -51,6 +51,9 @@ Options:
       --request-deadline SECS  give up when one request takes longer than SECS in all, even
                            while the server keeps sending [default: 3600]
       --system FILE        replace the built-in system prompt with FILE's text
+      --no-preload         turn neither lists the workspace's files (at most 2 KB) in a new
+                           session's first message nor reads the files a prompt names (up
+                           to 4) before its first request
       --no-stream          ask for whole responses instead of streamed tokens
       --temperature T      sampling temperature, 0 to 2 [default: the server's]
       --context TOKENS     the model's context window [env TURN_CONTEXT; default: asked of
@@ -149,6 +152,9 @@ pub struct Args {
     /// Seconds one model request may take in all (--request-deadline).
     pub request_deadline: u64,
     pub system: Option<PathBuf>,
+    /// --no-preload turns it off: the workspace's files listed in the first message, and the
+    /// files a prompt names read before its first request.
+    pub preload: bool,
     pub stream: bool,
     pub temperature: Option<f64>,
     /// --context / TURN_CONTEXT: the window in tokens; `None` asks the server.
@@ -199,7 +205,7 @@ pub fn parse(
     let mut workspace = PathBuf::from(".");
     let (mut max_steps, mut timeout, mut max_output, mut request_timeout) = (50, 120, 50_000, 600);
     let mut request_deadline = crate::wire::client::DEADLINE_SECS;
-    let (mut system, mut temperature) = (None, None);
+    let (mut system, mut temperature, mut preload) = (None, None, true);
     let (mut stream, mut quiet, mut stdin) = (true, false, false);
     let (mut json, mut interactive, mut session) = (false, false, Session::Fresh);
     let mut sandbox = None;
@@ -251,6 +257,7 @@ pub fn parse(
             }
             Long("system") => system = Some(parser.value()?.into()),
             Long("no-stream") => stream = false,
+            Long("no-preload") => preload = false,
             Long("temperature") => {
                 let value = text(parser.value()?, "--temperature")?;
                 match value.trim().parse::<f64>() {
@@ -394,6 +401,7 @@ pub fn parse(
         request_timeout,
         request_deadline,
         system,
+        preload,
         stream,
         temperature,
         context,

@@ -160,7 +160,13 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         stream: args.stream,
         temperature: args.temperature,
         approver,
+        file_list: None,
+        preload: args.preload,
     };
+    // A new session's first message lists the workspace's files (see prompt::file_list).
+    if args.preload && history.len() == 1 {
+        agent.file_list = prompt::file_list(&workspace);
+    }
     let mut recorder = Recorder::new(front, session);
     let Some(prompt) = prompt else {
         let setup = repl::Setup::new(args, &workspace, &agent.tools.sandbox.layers());

@@ -30,6 +30,150 @@ pub fn builtin() -> String {
     )
 }
 
+/// Most files a prompt's names bring in.
+pub const MAX_NAMED: usize = 4;
+
+/// The files of the workspace that `prompt` names, in the order it names them (at most
+/// `MAX_NAMED`): words that look like a relative path with an extension (`greet.py`,
+/// `src/a.py`, in backticks or quotes or not) and are a regular file there. Symlinks, absolute
+/// paths and `..` are left out, so nothing outside the workspace is named.
+pub fn named_files(prompt: &str, workspace: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in path_words(prompt) {
+        if out.len() == MAX_NAMED {
+            break;
+        }
+        let regular = std::fs::symlink_metadata(workspace.join(word)).is_ok_and(|m| m.is_file());
+        if regular && !out.iter().any(|w| w == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// The words of `prompt` that could be relative paths to files (pure): trimmed of quotes,
+/// brackets and sentence punctuation; with a name, a dot and an extension in their last part.
+fn path_words(prompt: &str) -> impl Iterator<Item = &str> {
+    const AROUND: &[char] = &[
+        '`', '"', '\'', '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', ':', '!', '?', '.', '*',
+    ];
+    prompt.split_whitespace().filter_map(|word| {
+        let word = word.trim_matches(AROUND);
+        let last = word.rsplit('/').next()?;
+        let (stem, ext) = last.rsplit_once('.')?;
+        let plain = |c: char| c.is_alphanumeric() || "._-/+".contains(c);
+        let ok = !stem.is_empty()
+            && !ext.is_empty()
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            && word.len() <= 200
+            && word.chars().all(plain)
+            && !word.starts_with('/')
+            && !word.starts_with('-')
+            && !word.split('/').any(|part| part == ".." || part.is_empty());
+        ok.then_some(word)
+    })
+}
+
+/// Directories the file list does not go into, beside hidden ones: what tools make and no
+/// one edits by hand.
+const SKIPPED_DIRS: [&str; 5] = ["node_modules", "__pycache__", "target", "venv", "vendor"];
+/// Most directory entries the walk looks at, and most bytes the list takes.
+const MAX_WALKED: usize = 5000;
+const MAX_FILE_LIST: usize = 2000;
+
+/// The workspace's files, for the first message of a session: small models answer without
+/// looking, or guess at names, when they do not see what there is (measured on
+/// Qwen2.5-Coder-1.5B). Hidden entries and tool-made directories are left out; the walk is
+/// bounded, and symlinks are listed, never followed. `None` for an empty workspace.
+pub fn file_list(workspace: &Path) -> Option<String> {
+    let mut files = Vec::new();
+    let mut dirs = std::collections::VecDeque::from([PathBuf::new()]);
+    let mut walked = 0;
+    let mut complete = true;
+    while let Some(dir) = dirs.pop_front() {
+        let Ok(entries) = std::fs::read_dir(workspace.join(&dir)) else {
+            continue;
+        };
+        let mut here: Vec<(String, bool)> = Vec::new();
+        for entry in entries.flatten() {
+            walked += 1;
+            if walked > MAX_WALKED {
+                complete = false;
+                break;
+            }
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if name.starts_with('.') || (is_dir && SKIPPED_DIRS.contains(&name.as_str())) {
+                continue;
+            }
+            here.push((name, is_dir));
+        }
+        here.sort();
+        for (name, is_dir) in here {
+            if is_dir {
+                dirs.push_back(dir.join(name));
+            } else {
+                files.push((dir.clone(), name));
+            }
+        }
+        if !complete {
+            break;
+        }
+    }
+    format_file_list(&files, complete)
+}
+
+/// The list as the model reads it (pure): one line per directory, its files after it, in
+/// order, shallow directories first; cut at `MAX_FILE_LIST` bytes with a count of the rest.
+pub fn format_file_list(files: &[(PathBuf, String)], complete: bool) -> Option<String> {
+    if files.is_empty() {
+        return None;
+    }
+    let mut lines: Vec<(String, usize)> = Vec::new();
+    let mut i = 0;
+    while i < files.len() {
+        let dir = &files[i].0;
+        let names: Vec<&str> = files[i..]
+            .iter()
+            .take_while(|(d, _)| d == dir)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        let line = if dir.as_os_str().is_empty() {
+            names.join(" ")
+        } else {
+            format!("{}/: {}", dir.display(), names.join(" "))
+        };
+        lines.push((line, names.len()));
+        i += names.len();
+    }
+    let mut out = String::from(
+        "[turn: the files in the project directory, listed when the task began (each line a \
+         directory, then its files):",
+    );
+    let (mut shown, mut cut) = (0, false);
+    for (line, count) in &lines {
+        if out.len() + line.len() > MAX_FILE_LIST {
+            cut = true;
+            break;
+        }
+        out.push('\n');
+        out.push_str(line);
+        shown += count;
+    }
+    let total = files.len();
+    match (cut || !complete, total - shown) {
+        (false, _) => out.push_str(&format!("\n{total} files]")),
+        (true, 0) => out.push_str(&format!("\n{total} files listed; there are more]")),
+        (true, _) => out.push_str(&format!(
+            "\n{shown} of {total} files listed{}; use bash to see the rest]",
+            if complete { "" } else { " or more" }
+        )),
+    }
+    Some(out)
+}
+
 /// The most AGENTS.md text the system prompt takes, all files together.
 const MAX_AGENTS_MD: usize = 32 * 1024;
 
@@ -105,6 +249,78 @@ mod tests {
         fs::write(root.join("repo/AGENTS.md"), "repo rules").unwrap();
         fs::write(root.join("repo/sub/ws/AGENTS.md"), "ws rules").unwrap();
         root
+    }
+
+    #[test]
+    fn words_that_name_files() {
+        let prompt = "Fix `src/net.py` and greet.py, then \"docs/guide.md\". See test_x.py: and \
+                      config.toml. Not e.g. this, 3.14, -o.txt, /etc/passwd.txt, ../up.py, \
+                      a//b.py, .env, lib/core, python3 -m unittest, src/a.py:3: or x.py*";
+        let words: Vec<&str> = path_words(prompt).collect();
+        assert_eq!(
+            words,
+            [
+                "src/net.py",
+                "greet.py",
+                "docs/guide.md",
+                "test_x.py",
+                "config.toml",
+                "e.g",
+                "3.14",
+                "x.py"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_regular_files_of_the_workspace_are_named() {
+        let root = tree("named");
+        let ws = root.join("repo");
+        fs::write(ws.join("a.py"), "x").unwrap();
+        fs::create_dir_all(ws.join("dir.d")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", ws.join("link.txt")).unwrap();
+        let named = named_files("read a.py, a.py again, dir.d, link.txt and gone.py", &ws);
+        assert_eq!(named, ["a.py"]);
+        let many: String = (0..6).map(|i| format!("f{i}.txt ")).collect();
+        for i in 0..6 {
+            fs::write(ws.join(format!("f{i}.txt")), "x").unwrap();
+        }
+        assert_eq!(named_files(&many, &ws).len(), MAX_NAMED);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn the_file_list_groups_by_directory_and_is_bounded() {
+        let root = tree("list");
+        let ws = root.join("repo");
+        for file in [
+            "b.py",
+            "a.md",
+            "src/x.py",
+            "src/deep/y.py",
+            "node_modules/m/z.js",
+            ".hidden",
+        ] {
+            let path = ws.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
+        assert_eq!(
+            file_list(&ws).unwrap(),
+            "[turn: the files in the project directory, listed when the task began (each line a \
+             directory, then its files):\nAGENTS.md a.md b.py\nsrc/: x.py\nsrc/deep/: y.py\nsub/ws/: AGENTS.md\n6 files]"
+        );
+        let many: Vec<(PathBuf, String)> = (0..500)
+            .map(|i| (PathBuf::from(format!("d{i}")), format!("file{i}.txt")))
+            .collect();
+        let text = format_file_list(&many, true).unwrap();
+        assert!(text.len() < MAX_FILE_LIST + 100, "{}", text.len());
+        assert!(
+            text.ends_with(" of 500 files listed; use bash to see the rest]"),
+            "{text}"
+        );
+        assert_eq!(format_file_list(&[], true), None);
+        fs::remove_dir_all(root).unwrap();
     }
 
     #[test]

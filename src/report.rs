@@ -76,6 +76,8 @@ pub enum Event<'a> {
 pub enum Origin {
     Native,
     Text,
+    /// Made by turn itself before the first request: reading the files the prompt names.
+    Turn,
 }
 
 impl Origin {
@@ -83,6 +85,7 @@ impl Origin {
         match self {
             Origin::Native => "native",
             Origin::Text => "text",
+            Origin::Turn => "turn",
         }
     }
 }

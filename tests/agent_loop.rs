@@ -147,7 +147,7 @@ fn a_multi_step_loop_edits_a_file() {
 }
 
 #[test]
-fn an_edit_that_misses_is_made_loosely_or_shown_the_lines_most_like_it() {
+fn an_edit_that_misses_is_made_loosely_or_shown_the_file() {
     let ws = Workspace::new();
     ws.write(
         "greet.py",
@@ -175,8 +175,8 @@ fn an_edit_that_misses_is_made_loosely_or_shown_the_lines_most_like_it() {
     let chats = mock.chats();
     assert_eq!(
         chats[1].last_content(),
-        "Error: old_text was not found in greet.py. The lines most like it are these (line \
-         number, tab, text):\n1\tdef main():\n2\t    message = 'Hi'\n3\t    print(message)\n\n\
+        "Error: old_text was not found in greet.py. The file holds (line number, tab, \
+         text):\n1\tdef main():\n2\t    message = 'Hi'\n3\t    print(message)\n\n\
          Read the file again and copy old_text exactly, whitespace and indentation included, \
          without the line numbers."
     );
@@ -264,4 +264,112 @@ fn the_system_file_replaces_the_builtin_prompt() {
     let mock = Mock::start(vec![Reply::Text("ok")]);
     turn_in(&ws, &mock, true, &["--system", "sys.txt", "hi"]).expect(0);
     assert_eq!(mock.chats()[0].messages()[0]["content"], "You are terse.");
+}
+
+#[test]
+fn the_files_a_prompt_names_are_read_first_and_the_workspace_is_listed() {
+    let ws = Workspace::new();
+    ws.write("greet.py", "print('hi')\n");
+    ws.write("src/util.py", "x = 1\n");
+    ws.write(".env", "SECRET=1\n");
+    std::os::unix::fs::symlink("/etc/passwd", ws.path("passwd.txt")).unwrap();
+    let mock = Mock::start(vec![Reply::Text("It prints hi.")]);
+    let run = turn_in(
+        &ws,
+        &mock,
+        true,
+        &[
+            "--json",
+            "What does `greet.py` print? Not passwd.txt, missing.py or ../x.py.",
+        ],
+    )
+    .expect(0);
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 1);
+    let messages = chats[0].messages();
+    let task = messages[1]["content"].as_str().unwrap();
+    assert!(
+        task.starts_with("What does `greet.py` print? Not passwd.txt, missing.py or ../x.py.\n\n[turn: the files in the project directory"),
+        "{task}"
+    );
+    assert!(
+        task.contains("\ngreet.py passwd.txt\nsrc/: util.py\n3 files]"),
+        "{task}"
+    );
+    assert!(!task.contains(".env") && !task.contains(".turn"), "{task}");
+    // One call of turn's own, read_file of the one regular file named, answered before the
+    // model is asked anything.
+    let call = &messages[2];
+    assert_eq!(call["role"], "assistant");
+    assert_eq!(call["tool_calls"].as_array().unwrap().len(), 1);
+    assert_eq!(call["tool_calls"][0]["function"]["name"], "read_file");
+    assert_eq!(
+        call["tool_calls"][0]["function"]["arguments"],
+        r#"{"path":"greet.py"}"#
+    );
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["content"], "     1\tprint('hi')\n");
+    assert_eq!(messages.len(), 4);
+    let events: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let origins: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call" || e["type"] == "tool_result")
+        .map(|e| &e["origin"])
+        .collect();
+    assert_eq!(origins, ["turn", "turn"]);
+}
+
+#[test]
+fn no_preload_sends_the_prompt_alone_and_a_resumed_session_is_not_listed_again() {
+    let ws = Workspace::new();
+    ws.write("greet.py", "print('hi')\n");
+    let mock = Mock::start(vec![Reply::Text("ok"), Reply::Text("ok again")]);
+    turn_in(&ws, &mock, true, &["--no-preload", "read greet.py"]).expect(0);
+    let first = mock.chats()[0].messages().clone();
+    assert_eq!(first.len(), 2);
+    assert_eq!(first[1]["content"], "read greet.py");
+    // Resumed: the listing is for a new session's first message only; named files still are
+    // read.
+    turn_in(&ws, &mock, true, &["-c", "and greet.py again"]).expect(0);
+    let second = mock.chats()[1].messages().clone();
+    let user = second[3]["content"].as_str().unwrap();
+    assert_eq!(user, "and greet.py again");
+    assert_eq!(second[4]["tool_calls"][0]["function"]["name"], "read_file");
+}
+
+#[test]
+fn an_answer_that_repeats_a_result_is_asked_to_go_on_with_the_task_restated() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![
+        calls(&[(
+            "bash",
+            json!({"command": "echo the quick brown fox jumps over the lazy dog; echo and keeps on running far away"}),
+        )]),
+        Reply::Text("<tool_response>\nthe quick brown fox\n</tool_response>"),
+        Reply::Text("The fox ran."),
+    ]);
+    let run = turn_in(
+        &ws,
+        &mock,
+        true,
+        &["--no-preload", "TASK-91: what did the fox do?"],
+    )
+    .expect(0);
+    assert!(run
+        .stderr
+        .contains("the answer repeats a tool's result; asking the model to go on"));
+    assert_eq!(run.stdout.lines().last(), Some("The fox ran."));
+    let note = mock.chats()[2].last_content();
+    assert!(
+        note.starts_with("[turn: your reply repeated a tool's result."),
+        "{note}"
+    );
+    assert!(
+        note.ends_with("\n\nThe task: TASK-91: what did the fox do?"),
+        "{note}"
+    );
 }
