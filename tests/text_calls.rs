@@ -129,7 +129,7 @@ fn an_answer_with_a_json_example_and_a_bash_block_runs_nothing() {
             format!("{AN_ANSWER}\nSet the port in config.json.\n")
         );
         assert!(!run.stderr.contains("[bash]"), "{}", run.stderr);
-        assert!(run.stderr.contains("asking the model once to act"));
+        assert!(run.stderr.contains("asking the model to act"));
         let chats = mock.chats();
         assert_eq!(chats.len(), 2);
         let note = chats[1].last_content();

@@ -291,6 +291,9 @@ pub(super) fn edit_file(
 /// The most of a file that `edit_file` reads whole, to look for `old_text` loosely or for the
 /// lines most like it, when it is not there exactly.
 const MAX_LOOSE_BYTES: usize = 4 << 20;
+/// A file no larger than this is shown whole when `old_text` is not in it.
+const WHOLE_FILE_BYTES: usize = 3000;
+const WHOLE_FILE_LINES: usize = 80;
 
 /// `edit_file` when `old_text` is not in the file exactly: the same lines with only their
 /// indentation or trailing spaces different, found once, are edited (see `nearmatch`);
@@ -316,6 +319,18 @@ fn edit_loosely(
         return Err(format!("{not_found}. {copy}."));
     }
     let Some(found) = nearmatch::loose(&content, &args.old_text, &args.new_text) else {
+        // A small file is shown whole: the model's next old_text is then copied, not guessed.
+        if content.len() <= WHOLE_FILE_BYTES && content.lines().count() <= WHOLE_FILE_LINES {
+            let numbered: Vec<String> = content
+                .lines()
+                .enumerate()
+                .map(|(i, line)| format!("{}\t{line}", i + 1))
+                .collect();
+            return Err(format!(
+                "{not_found}. The file holds (line number, tab, text):\n{}\n\n{copy}.",
+                numbered.join("\n")
+            ));
+        }
         return Err(match nearmatch::closest(&content, &args.old_text) {
             Some(near) => format!(
                 "{not_found}. The lines most like it are these (line number, tab, text):\n\

@@ -102,6 +102,19 @@ pub fn hands_over_commands(text: &str) -> bool {
     false
 }
 
+/// Whether an answer only repeats a tool's result instead of answering: it starts with the
+/// tag a chat template puts around results (Qwen2.5-Coder-1.5B answered
+/// `<tool_response>\nError: …` after a failed edit), or holds the whole of the last result
+/// (`last`, when that is long enough to mean something) and little else.
+pub fn echoes_result(text: &str, last: &str) -> bool {
+    let text = text.trim();
+    let last = last.trim();
+    let tagged = ["<tool_response>", "<tool_result>", "<|tool_response|>"]
+        .iter()
+        .any(|tag| text.starts_with(tag));
+    tagged || (last.len() >= 80 && text.contains(last) && text.len() < last.len() + 200)
+}
+
 /// Which tool names a call may have.
 #[derive(Clone, Copy)]
 enum Names<'a> {
@@ -880,6 +893,30 @@ mod tests {
             calls(r#"{"name": "bash", "arguments": {"command": "a\;"}"#, &OURS),
             Vec::new()
         );
+    }
+
+    #[test]
+    fn answers_that_repeat_a_result() {
+        let result = "Error: old_text was not found in greet.py. The lines most like it are these \
+                      (line number, tab, text):\n11\t    print(message)";
+        assert!(echoes_result(
+            &format!("<tool_response>\n{result}\n</tool_response>"),
+            ""
+        ));
+        assert!(echoes_result(&format!("\n{result}\n"), result));
+        assert!(!echoes_result(
+            "The check that failed is check_1517.",
+            result
+        ));
+        let quoted = format!(
+            "It failed because of this:\n{result}\n{}",
+            "I fixed it. ".repeat(30)
+        );
+        assert!(
+            !echoes_result(&quoted, result),
+            "an answer that quotes a result is an answer"
+        );
+        assert!(!echoes_result("8", "8"), "short results are not compared");
     }
 
     #[test]
