@@ -373,3 +373,43 @@ fn an_answer_that_repeats_a_result_is_asked_to_go_on_with_the_task_restated() {
         "{note}"
     );
 }
+
+#[test]
+fn line_numbers_copied_from_read_file_are_taken_out_of_rewrites_and_edits() {
+    let ws = Workspace::new();
+    ws.write("config.toml", "[server]\nport = 8080\nworkers = 4\n");
+    let mock = Mock::start(vec![
+        calls(&[(
+            "write_file",
+            json!({"path": "config.toml", "content": "     1\t[server]\n     2\tport = 9090\n     3\tworkers = 4\n"}),
+        )]),
+        calls(&[(
+            "edit_file",
+            json!({"path": "config.toml", "old_text": "2\tport = 9090\n3\tworkers = 4", "new_text": "2\tport = 9091\n3\tworkers = 4"}),
+        )]),
+        // A new file's numbered lines may be meant: they stay.
+        calls(&[(
+            "write_file",
+            json!({"path": "new.tsv", "content": "1\tapple\n2\tpear\n"}),
+        )]),
+        Reply::Text("Done."),
+    ]);
+    turn_in(&ws, &mock, true, &["--no-preload", "set the port"]).expect(0);
+    assert_eq!(
+        ws.read("config.toml"),
+        "[server]\nport = 9091\nworkers = 4\n"
+    );
+    assert_eq!(ws.read("new.tsv"), "1\tapple\n2\tpear\n");
+    let chats = mock.chats();
+    assert_eq!(
+        chats[1].last_content(),
+        "Overwrote config.toml (33 bytes; the line numbers copied from read_file were taken out)"
+    );
+    assert!(
+        chats[2]
+            .last_content()
+            .contains("once the line numbers copied from read_file were taken out"),
+        "{}",
+        chats[2].last_content()
+    );
+}

@@ -183,10 +183,19 @@ fn may_write(ctx: &Context, approver: &mut Approver, what: &str) -> Result<(), S
 }
 
 pub(super) fn write_file(
-    args: WriteArgs,
+    mut args: WriteArgs,
     ctx: &Context,
     approver: &mut Approver,
 ) -> Result<Output, String> {
+    // read_file's line numbers, copied into a rewrite of the file read, are taken out; in a
+    // new file or other text they may be meant (a TSV), so they stay.
+    let mut note = "";
+    if let Some(plain) = nearmatch::unnumbered(&args.content) {
+        if is_rewrite(ctx, &args.path, &plain) {
+            args.content = plain;
+            note = "; the line numbers copied from read_file were taken out";
+        }
+    }
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
     let rel = relative(&path, ctx);
@@ -227,7 +236,7 @@ pub(super) fn write_file(
     .map_err(|e| format!("cannot write {name}: {e}"))?;
     let verb = if existed { "Overwrote" } else { "Created" };
     Ok(Output::ok(format!(
-        "{verb} {name} ({} bytes)",
+        "{verb} {name} ({} bytes{note})",
         args.content.len()
     )))
 }
@@ -318,7 +327,16 @@ fn edit_loosely(
     if read.is_err() || content.len() > MAX_LOOSE_BYTES || args.replace_all {
         return Err(format!("{not_found}. {copy}."));
     }
-    let Some(found) = nearmatch::loose(&content, &args.old_text, &args.new_text) else {
+    // Line numbers copied from read_file: the text without them, the new text likewise.
+    let unnumbered = nearmatch::unnumbered(&args.old_text).map(|old| {
+        let new = nearmatch::unnumbered(&args.new_text).unwrap_or_else(|| args.new_text.clone());
+        (old, new)
+    });
+    let (old_text, new_text) = match &unnumbered {
+        Some((old, new)) => (old.as_str(), new.as_str()),
+        None => (args.old_text.as_str(), args.new_text.as_str()),
+    };
+    let Some(found) = nearmatch::loose(&content, old_text, new_text) else {
         // A small file is shown whole: the model's next old_text is then copied, not guessed.
         if content.len() <= WHOLE_FILE_BYTES && content.lines().count() <= WHOLE_FILE_LINES {
             let numbered: Vec<String> = content
@@ -331,7 +349,7 @@ fn edit_loosely(
                 numbered.join("\n")
             ));
         }
-        return Err(match nearmatch::closest(&content, &args.old_text) {
+        return Err(match nearmatch::closest(&content, old_text) {
             Some(near) => format!(
                 "{not_found}. The lines most like it are these (line number, tab, text):\n\
                  {near}\n\n{copy}."
@@ -356,8 +374,80 @@ fn edit_loosely(
     })
     .map_err(|e| format!("cannot write {name}: {e}"))?;
     Ok(Output::ok(format!(
-        "Replaced 1 occurrence in {name} at line {} (old_text matched it with only the \
-         whitespace at line ends different; the new text was indented like the file)",
-        found.line
+        "Replaced 1 occurrence in {name} at line {} (old_text matched it {}; the new text was \
+         indented like the file)",
+        found.line,
+        if unnumbered.is_some() {
+            "once the line numbers copied from read_file were taken out"
+        } else {
+            "with only the whitespace at line ends different"
+        }
     )))
+}
+
+/// Most bytes of a file `is_rewrite` compares.
+const MAX_REWRITE_BYTES: u64 = 256 * 1024;
+
+/// Whether `content` is the workspace file `path` written out anew, not a snippet of it or
+/// another file's text: the file exists, differs, and at least 60% of its distinct non-blank
+/// lines stand in `content`, which has at least 60% as many non-blank lines. An answer's block
+/// taken for a whole file (textcalls::whole_files) is written only then.
+pub fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
+    let Ok(path) = resolve(path, ctx) else {
+        return false;
+    };
+    let Ok(file) = ctx.root.open_read(relative(&path, ctx)) else {
+        return false;
+    };
+    let mut old = String::new();
+    if file
+        .take(MAX_REWRITE_BYTES + 1)
+        .read_to_string(&mut old)
+        .is_err()
+        || old.len() as u64 > MAX_REWRITE_BYTES
+        || old == content
+    {
+        return false;
+    }
+    rewrites(&old, content)
+}
+
+/// The comparison of `is_rewrite` (pure).
+fn rewrites(old: &str, new: &str) -> bool {
+    let lines = |text: &str| -> std::collections::HashSet<String> {
+        text.lines()
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let (old, new) = (lines(old), lines(new));
+    if old.is_empty() {
+        return false;
+    }
+    let kept = old.iter().filter(|l| new.contains(*l)).count();
+    kept * 10 >= old.len() * 6 && new.len() * 10 >= old.len() * 6
+}
+
+#[cfg(test)]
+mod rewrite_tests {
+    use super::rewrites;
+
+    #[test]
+    fn a_whole_file_rewritten_is_told_from_a_snippet() {
+        let old = "import argparse\n\ndef main():\n    p = argparse.ArgumentParser()\n    \
+                   args = p.parse_args()\n    print(args)\n\nmain()\n";
+        let new = old.replace(
+            "    print(args)",
+            "    if args.shout:\n        x()\n    print(args)",
+        );
+        assert!(rewrites(old, &new));
+        assert!(!rewrites(old, "python3 greet.py --shout\n"), "a command");
+        assert!(
+            !rewrites(old, "    if args.shout:\n        x()\n"),
+            "a snippet"
+        );
+        assert!(!rewrites("\n\n", "x\n"), "an empty file");
+        let other = "fn main() {\n    println!();\n}\n";
+        assert!(!rewrites(old, other), "another file");
+    }
 }

@@ -131,6 +131,34 @@ fn reindent(text: String, wrote: &str, have: &str) -> String {
     text.split('\n').map(change).collect::<Vec<_>>().join("\n")
 }
 
+/// `text` without the line numbers read_file puts before each line (`     4\tport = 8080`),
+/// when every line has one and they count up by one: small models copy them into the text
+/// they write (measured on Qwen2.5-Coder-1.5B, for write_file and edit_file alike). `None`
+/// when the text has fewer than two lines or any line is not numbered so. The caller uses it
+/// only where the numbered text cannot be meant (see files.rs): a TSV may look the same.
+pub fn unnumbered(text: &str) -> Option<String> {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let mut next = None;
+    let mut out = Vec::new();
+    for line in body.split('\n') {
+        let (number, rest) = line.trim_start_matches(' ').split_once('\t')?;
+        let number: u64 = number.parse().ok()?;
+        if next.is_some_and(|n| n != number) {
+            return None;
+        }
+        next = Some(number + 1);
+        out.push(rest);
+    }
+    if out.len() < 2 {
+        return None;
+    }
+    let mut joined = out.join("\n");
+    if body.len() < text.len() {
+        joined.push('\n');
+    }
+    Some(joined)
+}
+
 /// Most lines `closest` compares, and most it shows around its best place.
 const MAX_OLD_LINES: usize = 40;
 const MAX_FILE_LINES: usize = 20_000;
@@ -297,6 +325,19 @@ mod tests {
         let m = loose(content, "x = 1", "x = 2").unwrap();
         assert_eq!(m.line, 2);
         assert_eq!(apply(content, &m), "  x = 1\nx = 2\n");
+    }
+
+    #[test]
+    fn line_numbers_copied_from_read_file_are_taken_out() {
+        assert_eq!(
+            unnumbered("     4\tport = 8080\n     5\tworkers = 4\n").as_deref(),
+            Some("port = 8080\nworkers = 4\n")
+        );
+        assert_eq!(unnumbered("1\t# a\n2\t\n3\tb").as_deref(), Some("# a\n\nb"));
+        assert_eq!(unnumbered("1\ta\n3\tb"), None, "numbers that skip");
+        assert_eq!(unnumbered("1\ta\nb"), None, "a line without one");
+        assert_eq!(unnumbered("4\tport = 8080"), None, "one line");
+        assert_eq!(unnumbered("x\ta\ny\tb"), None);
     }
 
     #[test]
