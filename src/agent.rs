@@ -27,8 +27,17 @@ use std::hash::{BuildHasher, Hasher};
 /// (`hands_over`), or repeated a tool's result: the task again, since a small model takes the
 /// latest user message for the task (measured on Qwen2.5-Coder-1.5B: "Please provide the
 /// task" after a note without it).
-fn act_note(hands_over: bool, task: &str) -> String {
+fn act_note(hands_over: bool, task: &str, answer: &str) -> String {
     let task: String = task.chars().take(2000).collect();
+    // The commands the answer showed, offered back as the call that runs them: a small model
+    // copies a call it is shown far more often than it writes one.
+    let offer = match textcalls::shell_block(answer).filter(|_| hands_over) {
+        Some(commands) if commands.len() <= 2000 => format!(
+            " To run the commands you showed, reply with only this call:\n{}\n",
+            json!({"name": "bash", "arguments": {"command": commands}})
+        ),
+        _ => String::new(),
+    };
     let what = if hands_over {
         "your reply called no tool, so nothing was run or changed. Do not give the user \
          commands or code: if the task needs them, call the tool yourself now (bash, write_file \
@@ -38,7 +47,8 @@ fn act_note(hands_over: bool, task: &str) -> String {
          Go on with the task: call the next tool"
     };
     format!(
-        "[turn: {what}. If the task is done, answer in one or two sentences.]\n\nThe task: {task}"
+        "[turn: {what}.{offer} If the task is done, answer in one or two sentences.]\n\nThe \
+         task: {task}"
     )
 }
 
@@ -153,7 +163,11 @@ impl Agent<'_> {
                     } else {
                         "the answer repeats a tool's result; asking the model to go on"
                     }));
-                    push(history, Message::user(act_note(hands_over, task)), reporter);
+                    push(
+                        history,
+                        Message::user(act_note(hands_over, task, text)),
+                        reporter,
+                    );
                     continue;
                 }
                 if reply.content.is_none() {
@@ -376,6 +390,18 @@ impl Agent<'_> {
             if let Some((whole, _)) = text.trim_end().rsplit_once('\n') {
                 calls = textcalls::recognize(whole, &names);
             }
+        }
+        // A whole file written out after a line naming it is a write_file call, when the file
+        // is there and the block is plainly that file rewritten (see tools::is_rewrite).
+        if calls.is_empty() && context::cut(reply).is_none() {
+            calls = textcalls::whole_files(text)
+                .into_iter()
+                .filter(|whole| tools::is_rewrite(&self.tools, &whole.path, &whole.content))
+                .map(|whole| textcalls::TextCall {
+                    name: "write_file".into(),
+                    arguments: json!({ "path": whole.path, "content": whole.content }).to_string(),
+                })
+                .collect();
         }
         // The same call written again and again in one reply (a small model's loop) runs once.
         let mut seen = std::collections::HashSet::new();

@@ -39,7 +39,7 @@ pub const MAX_NAMED: usize = 4;
 /// paths and `..` are left out, so nothing outside the workspace is named.
 pub fn named_files(prompt: &str, workspace: &Path) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for word in path_words(prompt) {
+    for word in crate::wire::textcalls::path_words(prompt) {
         if out.len() == MAX_NAMED {
             break;
         }
@@ -49,29 +49,6 @@ pub fn named_files(prompt: &str, workspace: &Path) -> Vec<String> {
         }
     }
     out
-}
-
-/// The words of `prompt` that could be relative paths to files (pure): trimmed of quotes,
-/// brackets and sentence punctuation; with a name, a dot and an extension in their last part.
-fn path_words(prompt: &str) -> impl Iterator<Item = &str> {
-    const AROUND: &[char] = &[
-        '`', '"', '\'', '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', ':', '!', '?', '.', '*',
-    ];
-    prompt.split_whitespace().filter_map(|word| {
-        let word = word.trim_matches(AROUND);
-        let last = word.rsplit('/').next()?;
-        let (stem, ext) = last.rsplit_once('.')?;
-        let plain = |c: char| c.is_alphanumeric() || "._-/+".contains(c);
-        let ok = !stem.is_empty()
-            && !ext.is_empty()
-            && ext.chars().all(|c| c.is_ascii_alphanumeric())
-            && word.len() <= 200
-            && word.chars().all(plain)
-            && !word.starts_with('/')
-            && !word.starts_with('-')
-            && !word.split('/').any(|part| part == ".." || part.is_empty());
-        ok.then_some(word)
-    })
 }
 
 /// Directories the file list does not go into, beside hidden ones: what tools make and no
@@ -249,27 +226,6 @@ mod tests {
         fs::write(root.join("repo/AGENTS.md"), "repo rules").unwrap();
         fs::write(root.join("repo/sub/ws/AGENTS.md"), "ws rules").unwrap();
         root
-    }
-
-    #[test]
-    fn words_that_name_files() {
-        let prompt = "Fix `src/net.py` and greet.py, then \"docs/guide.md\". See test_x.py: and \
-                      config.toml. Not e.g. this, 3.14, -o.txt, /etc/passwd.txt, ../up.py, \
-                      a//b.py, .env, lib/core, python3 -m unittest, src/a.py:3: or x.py*";
-        let words: Vec<&str> = path_words(prompt).collect();
-        assert_eq!(
-            words,
-            [
-                "src/net.py",
-                "greet.py",
-                "docs/guide.md",
-                "test_x.py",
-                "config.toml",
-                "e.g",
-                "3.14",
-                "x.py"
-            ]
-        );
     }
 
     #[test]

@@ -137,6 +137,14 @@ fn an_answer_with_a_json_example_and_a_bash_block_runs_nothing() {
             note.starts_with("[turn: your reply called no tool, so nothing was run"),
             "{note}"
         );
+        // The block's commands are offered back as the call that would run them.
+        assert!(
+            note.contains(
+                r#"reply with only this call:
+{"arguments":{"command":"touch should-not-exist"},"name":"bash"}"#
+            ),
+            "{note}"
+        );
         assert!(!exists(&ws.path("should-not-exist")));
         assert!(!exists(&ws.path("nor-this")));
     });
@@ -537,4 +545,37 @@ fn a_reply_cut_after_whole_calls_reads_them_and_answers_the_last_as_cut() {
         results[1]["content"].as_str().unwrap(),
         "Your last reply was cut short",
     );
+}
+
+#[test]
+fn a_whole_file_shown_after_its_name_is_written_and_a_snippet_is_not() {
+    let ws = Workspace::new();
+    let old = "import argparse\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    args = parser.parse_args()\n    print(\"Hello\")\n\n\nmain()\n";
+    ws.write("greet.py", old);
+    let new = old.replace("    print(\"Hello\")", "    print(\"HELLO\")");
+    let whole =
+        format!("Here's the updated `greet.py` script:\n\n```python\n{new}```\n\nNow it shouts.");
+    let snippet = "Then in `greet.py` change:\n\n```python\n    print(\"HELLO\")\n```";
+    let mock = Mock::start(vec![
+        Reply::Text(Box::leak(snippet.to_string().into_boxed_str())),
+        Reply::Text(Box::leak(whole.into_boxed_str())),
+        Reply::Text("Done."),
+    ]);
+    let run = turn_with(&ws, &mock, true, &["--no-preload", "make it shout"]).expect(0);
+    assert_eq!(ws.read("greet.py"), new);
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 3);
+    // The snippet was no rewrite: nothing written, the model asked to act.
+    assert!(chats[1]
+        .last_content()
+        .starts_with("[turn: your reply called no tool"));
+    // The whole file went in as a write_file call written as text.
+    let messages = chats[2].messages();
+    let call = &messages[messages.len() - 2];
+    assert_eq!(call["tool_calls"][0]["function"]["name"], "write_file");
+    assert_eq!(
+        chats[2].last_content(),
+        format!("Overwrote greet.py ({} bytes)", new.len())
+    );
+    assert!(run.stderr.contains("[write_file]"), "{}", run.stderr);
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 pub mod declared;
 mod files;
+pub use files::is_rewrite;
 pub mod mcp;
 pub mod nearmatch;
 pub mod replace;

@@ -115,6 +115,99 @@ pub fn echoes_result(text: &str, last: &str) -> bool {
     tagged || (last.len() >= 80 && text.contains(last) && text.len() < last.len() + 200)
 }
 
+/// A whole file written out in an answer, aider's "whole" edit format: a fenced block right
+/// after a line that names one file (`Here's the updated \`greet.py\`:`). Small models write
+/// the finished file that way instead of calling write_file (measured on Qwen2.5-Coder-1.5B,
+/// which then says the task is done). Pure: whether the block really is that file rewritten is
+/// for the caller to judge against the file (see tools::is_rewrite).
+#[derive(Debug, PartialEq)]
+pub struct WholeFile {
+    pub path: String,
+    pub content: String,
+}
+
+pub fn whole_files(text: &str) -> Vec<WholeFile> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    let mut before: Option<&str> = None;
+    while let Some(line) = lines.next() {
+        if fence_open(line).is_none() {
+            if !line.trim().is_empty() {
+                before = Some(line);
+            }
+            continue;
+        }
+        let mut body = Vec::new();
+        let mut closed = false;
+        for inner in lines.by_ref() {
+            if inner.trim() == "```" {
+                closed = true;
+                break;
+            }
+            body.push(inner);
+        }
+        let named: Vec<&str> = before.map(|b| path_words(b).collect()).unwrap_or_default();
+        if let ([path], true) = (&named[..], closed) {
+            let mut content = body.join("\n");
+            content.push('\n');
+            out.push(WholeFile {
+                path: path.to_string(),
+                content,
+            });
+        }
+        before = None;
+    }
+    out
+}
+
+/// The words of `text` that could be relative paths to files (pure): trimmed of quotes,
+/// brackets and sentence punctuation; with a name, a dot and an extension in their last part,
+/// no absolute path and no `..`.
+pub fn path_words(text: &str) -> impl Iterator<Item = &str> {
+    const AROUND: &[char] = &[
+        '`', '"', '\'', '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', ':', '!', '?', '.', '*',
+    ];
+    text.split_whitespace().filter_map(|word| {
+        let word = word.trim_matches(AROUND);
+        let last = word.rsplit('/').next()?;
+        let (stem, ext) = last.rsplit_once('.')?;
+        let plain = |c: char| c.is_alphanumeric() || "._-/+".contains(c);
+        let ok = !stem.is_empty()
+            && !ext.is_empty()
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            && word.len() <= 200
+            && word.chars().all(plain)
+            && !word.starts_with('/')
+            && !word.starts_with('-')
+            && !word.split('/').any(|part| part == ".." || part.is_empty());
+        ok.then_some(word)
+    })
+}
+
+/// The commands of an answer's first shell block (```` ```bash ````, `sh`, `shell`,
+/// `console` or no language), for the note that offers them back as a call.
+pub fn shell_block(text: &str) -> Option<String> {
+    const SHELLS: [&str; 6] = ["", "sh", "bash", "shell", "console", "zsh"];
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(info) = fence_open(line) else {
+            continue;
+        };
+        let body: Vec<&str> = lines.by_ref().take_while(|l| l.trim() != "```").collect();
+        if SHELLS.contains(&info.to_ascii_lowercase().as_str()) {
+            let commands: Vec<&str> = body
+                .iter()
+                .map(|l| l.trim_start().strip_prefix("$ ").unwrap_or(l))
+                .filter(|l| !l.trim().is_empty())
+                .collect();
+            if !commands.is_empty() {
+                return Some(commands.join("\n"));
+            }
+        }
+    }
+    None
+}
+
 /// Which tool names a call may have.
 #[derive(Clone, Copy)]
 enum Names<'a> {
@@ -893,6 +986,55 @@ mod tests {
             calls(r#"{"name": "bash", "arguments": {"command": "a\;"}"#, &OURS),
             Vec::new()
         );
+    }
+
+    #[test]
+    fn a_block_after_a_line_naming_one_file_is_that_file() {
+        let text = "We add the flag.\n\nHere's the updated `greet.py` script:\n\n```python\nimport sys\n\nprint(1)\n```\n\nNow run it.";
+        assert_eq!(
+            whole_files(text),
+            [WholeFile {
+                path: "greet.py".into(),
+                content: "import sys\n\nprint(1)\n".into()
+            }]
+        );
+        // Two names, none, an unclosed block: nothing.
+        assert!(whole_files("Compare a.py and b.py:\n```\nx\n```").is_empty());
+        assert!(whole_files("Like this:\n```python\nx\n```").is_empty());
+        assert!(whole_files("In a.py:\n```python\nx\n").is_empty());
+        // Each block goes with the line before it only.
+        let two = "a.py:\n```\n1\n```\n```\n2\n```\nb.txt\n```\n3\n```";
+        let paths: Vec<String> = whole_files(two).into_iter().map(|w| w.path).collect();
+        assert_eq!(paths, ["a.py", "b.txt"]);
+    }
+
+    #[test]
+    fn words_that_name_files() {
+        let text = "Fix `src/net.py` and greet.py, then \"docs/guide.md\". See test_x.py: and \
+                    config.toml. Not e.g. this, 3.14, -o.txt, /etc/passwd.txt, ../up.py, \
+                    a//b.py, .env, lib/core, python3 -m unittest, src/a.py:3: or x.py*";
+        let words: Vec<&str> = path_words(text).collect();
+        assert_eq!(
+            words,
+            [
+                "src/net.py",
+                "greet.py",
+                "docs/guide.md",
+                "test_x.py",
+                "config.toml",
+                "e.g",
+                "3.14",
+                "x.py"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_first_shell_block_is_taken_for_its_commands() {
+        let text = "Look:\n```toml\nport = 1\n```\nThen:\n```console\n$ ls -R\n\n$ wc -l a\n```\n```bash\nno\n```";
+        assert_eq!(shell_block(text).as_deref(), Some("ls -R\nwc -l a"));
+        assert_eq!(shell_block("```python\nx = 1\n```"), None);
+        assert_eq!(shell_block("```\n\n```"), None);
     }
 
     #[test]
