@@ -152,7 +152,8 @@ impl Agent<'_> {
                     continue;
                 }
                 // An answer that hands the user commands or code, when nothing was written
-                // this turn, is asked once whether the model meant to run them itself.
+                // this turn, or that only repeats a result, gets a note and the task again
+                // (twice a turn at most).
                 let text = reply.content.as_deref().unwrap_or_default();
                 let hands_over = !changed && textcalls::hands_over_commands(text);
                 let echoes = textcalls::echoes_result(text, &last_result);
@@ -199,17 +200,7 @@ impl Agent<'_> {
                         text: context::cut_note(why, true),
                         elided: 0,
                     },
-                    _ => {
-                        // The tool cuts its output to the window's share itself: one cut,
-                        // whose note says what it took out.
-                        let limit = self.tools.max_output;
-                        if let Some(chars) = self.context.result_chars(reply.calls.len()) {
-                            self.tools.max_output = limit.min(chars.max(1));
-                        }
-                        let output = tools::run(name, arguments, &self.tools, &mut self.approver);
-                        self.tools.max_output = limit;
-                        output
-                    }
+                    _ => self.run_tool(name, arguments, reply.calls.len()),
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
                 changed |= output.ok && matches!(name, "write_file" | "edit_file");
@@ -221,16 +212,7 @@ impl Agent<'_> {
                         times,
                     });
                 }
-                push(history, Message::tool(id, output.text.as_str()), reporter);
-                reporter.report(Event::ToolResult {
-                    id,
-                    name,
-                    arguments,
-                    ok: output.ok,
-                    output: &output.text,
-                    elided: output.elided,
-                    origin,
-                });
+                answer(history, reporter, call, origin, &output);
                 last_result = output.text;
             }
             if signal::interrupted() {
@@ -267,33 +249,30 @@ impl Agent<'_> {
             })
             .collect();
         push(history, Message::assistant(None, calls.clone()), reporter);
-        let limit = self.tools.max_output;
         for call in &calls {
-            let (id, name, arguments) = (&call.id, "read_file", &call.function.arguments);
-            let origin = Origin::Turn;
+            let (name, arguments) = (call.function.name.as_str(), &call.function.arguments);
             reporter.report(Event::ToolCall {
-                id,
+                id: &call.id,
                 name,
                 arguments,
-                origin,
+                origin: Origin::Turn,
             });
-            if let Some(chars) = self.context.result_chars(calls.len()) {
-                self.tools.max_output = limit.min(chars.max(1));
-            }
-            let mut output = tools::run(name, arguments, &self.tools, &mut self.approver);
-            self.tools.max_output = limit;
+            let mut output = self.run_tool(name, arguments, calls.len());
             output.elided += self.context.fit_result(&mut output.text, calls.len());
-            push(history, Message::tool(id, output.text.as_str()), reporter);
-            reporter.report(Event::ToolResult {
-                id,
-                name,
-                arguments,
-                ok: output.ok,
-                output: &output.text,
-                elided: output.elided,
-                origin,
-            });
+            answer(history, reporter, call, Origin::Turn, &output);
         }
+    }
+
+    /// Runs one of a reply's `calls` calls. The tool cuts its output to the window's share
+    /// itself: one cut, whose note says what it took out.
+    fn run_tool(&mut self, name: &str, arguments: &str, calls: usize) -> tools::Output {
+        let limit = self.tools.max_output;
+        if let Some(chars) = self.context.result_chars(calls) {
+            self.tools.max_output = limit.min(chars.max(1));
+        }
+        let output = tools::run(name, arguments, &self.tools, &mut self.approver);
+        self.tools.max_output = limit;
+        output
     }
 
     /// One model request for `history` (serialized in `wire`, kept in step): normalized and
@@ -532,6 +511,30 @@ pub struct OutputSchema {
 fn push(history: &mut Vec<Message>, message: Message, reporter: &mut dyn Reporter) {
     reporter.report(Event::Message(&message));
     history.push(message);
+}
+
+/// A call's result into the history, and reported.
+fn answer(
+    history: &mut Vec<Message>,
+    reporter: &mut dyn Reporter,
+    call: &ToolCall,
+    origin: Origin,
+    output: &tools::Output,
+) {
+    push(
+        history,
+        Message::tool(&call.id, output.text.as_str()),
+        reporter,
+    );
+    reporter.report(Event::ToolResult {
+        id: &call.id,
+        name: &call.function.name,
+        arguments: &call.function.arguments,
+        ok: output.ok,
+        output: &output.text,
+        elided: output.elided,
+        origin,
+    });
 }
 
 /// `call_` and 24 letters or digits, for calls the server sent without a usable id. Random per
