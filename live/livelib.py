@@ -802,8 +802,8 @@ TOOL_NAMES = ("bash", "read_file", "write_file", "edit_file")
 
 def text_calls(text):
     """How many tool calls the model wrote as text instead of native calls: JSON objects naming
-    one of turn's tools (`{"name": "bash", "arguments": {...}}`), bare, in ```json fences or in
-    <tool_call> tags. For the baseline and the text-call checks."""
+    one of turn's tools with object arguments (`{"name": "bash", "arguments": {...}}`), bare,
+    in ```json fences or in <tool_call> tags. For the baseline and the text-call checks."""
     decoder = json.JSONDecoder()
     count, i = 0, text.find("{")
     while i != -1:
@@ -812,8 +812,15 @@ def text_calls(text):
         except ValueError:
             i = text.find("{", i + 1)
             continue
-        if isinstance(value, dict) and value.get("name") in TOOL_NAMES and \
-                ("arguments" in value or "parameters" in value):
+        arguments = value.get("arguments", value.get("parameters")) if isinstance(value, dict) else None
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                arguments = None
+        # As turn reads them (README, Local models): arguments are an object, or a string
+        # holding one; a list of commands is no call.
+        if isinstance(value, dict) and value.get("name") in TOOL_NAMES and isinstance(arguments, dict):
             count += 1
         i = text.find("{", end)
     return count
