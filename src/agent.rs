@@ -116,7 +116,7 @@ impl Agent<'_> {
             }
             steps += 1;
             let mut reply = self.ask(history, &mut wire, reporter, true, None)?;
-            let origin = self.text_calls(&mut reply);
+            let origin = self.text_calls(&mut reply, task);
             // A reply cut short (its budget ran out, or it looped) is not acted on in full:
             // its last call may be cut in the middle, so it is answered, not run.
             let cut = context::cut(&reply);
@@ -356,7 +356,7 @@ impl Agent<'_> {
     /// Calls the model wrote as text, when the reply has no native ones and the protocol reads
     /// them: they join `reply.calls`, and run and are stored like native calls (the text stays
     /// the message's content).
-    fn text_calls(&self, reply: &mut Reply) -> Origin {
+    fn text_calls(&self, reply: &mut Reply, task: &str) -> Origin {
         if !reply.calls.is_empty() || !self.protocol.reads_text_calls() {
             return Origin::Native;
         }
@@ -382,6 +382,9 @@ impl Agent<'_> {
                 })
                 .collect();
         }
+        if calls.is_empty() && context::cut(reply).is_none() {
+            calls = self.answer_edits(text, task);
+        }
         // The same call written again and again in one reply (a small model's loop) runs once.
         let mut seen = std::collections::HashSet::new();
         calls.retain(|call| seen.insert((call.name.clone(), call.arguments.clone())));
@@ -390,6 +393,51 @@ impl Agent<'_> {
             .map(|call| ToolCall::new(new_call_id(), call.name, call.arguments))
             .collect();
         Origin::Text
+    }
+
+    /// What an answer without calls means to be done, for small models that show it instead
+    /// of calling a tool: Python definitions shown in a block, put in place in the one file
+    /// that has them (the file the line before names, else any of the workspace's `.py`
+    /// files), as a write_file; else a shell block every line of which the task itself
+    /// gives (`Run \`python3 run_checks.py\``), as a bash call.
+    fn answer_edits(&self, text: &str, task: &str) -> Vec<textcalls::TextCall> {
+        let workspace = self.tools.workspace;
+        for block in textcalls::code_blocks(text) {
+            if !["", "python", "py", "python3"].contains(&block.info.to_ascii_lowercase().as_str())
+            {
+                continue;
+            }
+            let named: Vec<String> = block
+                .before
+                .map(|b| {
+                    textcalls::path_words(b)
+                        .filter(|w| w.ends_with(".py"))
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let candidates = match named.len() {
+                1 => named,
+                _ => crate::prompt::files_ending(workspace, ".py"),
+            };
+            if let Some((path, content)) =
+                tools::splice_definitions(&self.tools, &candidates, &block.body)
+            {
+                return vec![textcalls::TextCall {
+                    name: "write_file".into(),
+                    arguments: json!({ "path": path, "content": content }).to_string(),
+                }];
+            }
+        }
+        match textcalls::shell_block(text) {
+            Some(commands) if commands.lines().all(|line| task.contains(line.trim())) => {
+                vec![textcalls::TextCall {
+                    name: "bash".into(),
+                    arguments: json!({ "command": commands }).to_string(),
+                }]
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The history as the text protocol sends it, serialized.

@@ -63,6 +63,28 @@ const MAX_FILE_LIST: usize = 2000;
 /// Qwen2.5-Coder-1.5B). Hidden entries and tool-made directories are left out; the walk is
 /// bounded, and symlinks are listed, never followed. `None` for an empty workspace.
 pub fn file_list(workspace: &Path) -> Option<String> {
+    let (files, complete) = walk(workspace);
+    format_file_list(&files, complete)
+}
+
+/// Most files `files_ending` returns.
+const MAX_ENDING: usize = 200;
+
+/// The workspace's files whose names end in `ending`, as relative paths, from the same walk
+/// as the file list (at most `MAX_ENDING`).
+pub fn files_ending(workspace: &Path, ending: &str) -> Vec<String> {
+    walk(workspace)
+        .0
+        .into_iter()
+        .filter(|(_, name)| name.ends_with(ending))
+        .take(MAX_ENDING)
+        .map(|(dir, name)| dir.join(name).to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The workspace's files as (directory, name), shallow directories first, and whether the
+/// walk saw everything.
+fn walk(workspace: &Path) -> (Vec<(PathBuf, String)>, bool) {
     let mut files = Vec::new();
     let mut dirs = std::collections::VecDeque::from([PathBuf::new()]);
     let mut walked = 0;
@@ -99,7 +121,7 @@ pub fn file_list(workspace: &Path) -> Option<String> {
             break;
         }
     }
-    format_file_list(&files, complete)
+    (files, complete)
 }
 
 /// The list as the model reads it (pure): one line per directory, its files after it, in

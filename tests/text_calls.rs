@@ -579,3 +579,57 @@ fn a_whole_file_shown_after_its_name_is_written_and_a_snippet_is_not() {
     );
     assert!(run.stderr.contains("[write_file]"), "{}", run.stderr);
 }
+
+#[test]
+fn a_fixed_function_in_an_answer_goes_into_the_one_file_that_defines_it() {
+    let ws = Workspace::new();
+    let file = "\"\"\"Words.\"\"\"\n\n\ndef count_words(text):\n    return len(text.split(\" \"))\n\n\ndef other():\n    return 1\n";
+    ws.write("pkg/wordcount.py", file);
+    ws.write(
+        "test_wordcount.py",
+        "from pkg.wordcount import count_words\n",
+    );
+    let answer = "The split on a space counts an empty string as one word. Here's the corrected code:\n\n```python\ndef count_words(text):\n    return len(text.split())\n```\n\nRun the tests again.";
+    let mock = Mock::start(vec![
+        Reply::Text(Box::leak(answer.to_string().into_boxed_str())),
+        Reply::Text("Fixed."),
+    ]);
+    let run = turn_with(&ws, &mock, true, &["--no-preload", "fix the failing test"]).expect(0);
+    assert_eq!(
+        ws.read("pkg/wordcount.py"),
+        file.replace("text.split(\" \")", "text.split()")
+    );
+    assert!(run.stderr.contains("[write_file]"), "{}", run.stderr);
+    let result = mock.chats()[1].last_content();
+    assert!(result.starts_with("Overwrote pkg/wordcount.py"), "{result}");
+}
+
+#[test]
+fn a_command_the_task_gives_is_run_when_the_answer_only_shows_it() {
+    let ws = Workspace::new();
+    let answer = "To run the checks, use:\n\n```sh\necho checks ran > ran.txt\n```\n\nIt prints one line per check.";
+    let other = "Or try:\n\n```sh\ntouch not-asked.txt\n```";
+    let mock = Mock::start(vec![
+        Reply::Text(answer),
+        Reply::Text("check_2 failed."),
+        Reply::Text(other),
+        Reply::Text("ok"),
+    ]);
+    turn_with(
+        &ws,
+        &mock,
+        true,
+        &[
+            "--no-preload",
+            "Run `echo checks ran > ran.txt` and tell me what failed.",
+        ],
+    )
+    .expect(0);
+    assert_eq!(ws.read("ran.txt"), "checks ran\n");
+    // A command the task does not give is not run: the model is asked instead.
+    turn_with(&ws, &mock, true, &["--no-preload", "what else?"]).expect(0);
+    assert!(!ws.path("not-asked.txt").exists());
+    assert!(mock.chats()[3]
+        .last_content()
+        .starts_with("[turn: your reply called no tool"));
+}

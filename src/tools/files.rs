@@ -5,7 +5,7 @@
 //! regular files are read or written; writes go through a temp file and a rename, keeping the
 //! file's owner, mode and hard links (see `fsafe::Dir::replace`).
 
-use super::{nearmatch, replace, truncate, Context, Output};
+use super::{definitions, nearmatch, replace, truncate, Context, Output};
 use crate::approve::{Action, Approver};
 use crate::sandbox::{self, fsafe, Node};
 use serde::Deserialize;
@@ -393,23 +393,44 @@ const MAX_REWRITE_BYTES: u64 = 256 * 1024;
 /// lines stand in `content`, which has at least 60% as many non-blank lines. An answer's block
 /// taken for a whole file (textcalls::whole_files) is written only then.
 pub fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
-    let Ok(path) = resolve(path, ctx) else {
-        return false;
-    };
-    let Ok(file) = ctx.root.open_read(relative(&path, ctx)) else {
-        return false;
-    };
-    let mut old = String::new();
-    if file
-        .take(MAX_REWRITE_BYTES + 1)
-        .read_to_string(&mut old)
-        .is_err()
-        || old.len() as u64 > MAX_REWRITE_BYTES
-        || old == content
-    {
-        return false;
+    match small_text(ctx, path) {
+        Some(old) => old != content && rewrites(&old, content),
+        None => false,
     }
-    rewrites(&old, content)
+}
+
+/// The one file of `candidates` whose top-level definitions `block` replaces (see
+/// `definitions::splice`), and its text with them replaced; `None` when no file or more than
+/// one would take it.
+pub fn splice_definitions(
+    ctx: &Context,
+    candidates: &[String],
+    block: &str,
+) -> Option<(String, String)> {
+    let mut found = None;
+    for path in candidates {
+        let Some(text) = small_text(ctx, path) else {
+            continue;
+        };
+        if let Some(spliced) = definitions::splice(&text, block) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some((path.clone(), spliced));
+        }
+    }
+    found
+}
+
+/// A workspace file's text, when it is a regular UTF-8 file of at most `MAX_REWRITE_BYTES`.
+fn small_text(ctx: &Context, path: &str) -> Option<String> {
+    let path = resolve(path, ctx).ok()?;
+    let file = ctx.root.open_read(relative(&path, ctx)).ok()?;
+    let mut text = String::new();
+    file.take(MAX_REWRITE_BYTES + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    (text.len() as u64 <= MAX_REWRITE_BYTES).then_some(text)
 }
 
 /// The comparison of `is_rewrite` (pure).

@@ -13,8 +13,9 @@ use std::path::Path;
 use std::time::Duration;
 
 pub mod declared;
+pub mod definitions;
 mod files;
-pub use files::is_rewrite;
+pub use files::{is_rewrite, splice_definitions};
 pub mod mcp;
 pub mod nearmatch;
 pub mod replace;
