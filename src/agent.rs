@@ -33,23 +33,26 @@ fn act_note(hands_over: bool, task: &str, answer: &str) -> String {
     // copies a call it is shown far more often than it writes one.
     let offer = match textcalls::shell_block(answer).filter(|_| hands_over) {
         Some(commands) if commands.len() <= 2000 => format!(
-            " To run the commands you showed, reply with only this call:\n{}\n",
+            " To run the commands you showed, reply with only this call:\n{}",
             json!({"name": "bash", "arguments": {"command": commands}})
         ),
         _ => String::new(),
     };
+    // No way out is offered after commands handed over: the 1.5B model, told it may answer
+    // if the task is done, answered "The task is done." after only showing a script.
     let what = if hands_over {
-        "your reply called no tool, so nothing was run or changed. Do not give the user \
-         commands or code: if the task needs them, call the tool yourself now (bash, write_file \
-         or edit_file)"
+        format!(
+            "your reply called no tool, so nothing was run or changed: the task is not done \
+             yet. Do not give the user commands or code: call the tool yourself now (bash, \
+             write_file or edit_file).{offer}"
+        )
     } else {
         "your reply repeated a tool's result. Results are for you to read, not to answer with. \
-         Go on with the task: call the next tool"
+         Go on with the task: call the next tool. If the task is done, answer in one or two \
+         sentences."
+            .to_string()
     };
-    format!(
-        "[turn: {what}.{offer} If the task is done, answer in one or two sentences.]\n\nThe \
-         task: {task}"
-    )
+    format!("[turn: {what}]\n\nThe task: {task}")
 }
 
 /// Most notes (`act_note`) one turn gets.
