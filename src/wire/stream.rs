@@ -156,14 +156,27 @@ pub const REPETITION: &str = "repetition";
 const BLANK_REPEATS: u32 = 64;
 const LINE_REPEATS: u32 = 128;
 
-/// Watches text as it streams for one line repeated without end: small models at temperature
-/// 0 fall into such loops (a code block, then newlines until the window is full).
+/// A block of lines repeated back to back this many times, `BLOCK_LINES` lines in all, is a
+/// loop too: Qwen2.5-Coder-1.5B, after two tool results, wrote the same 17-line
+/// `<tool_response>` block again and again until its budget ran out.
+const BLOCK_REPEATS: usize = 3;
+const BLOCK_LINES: usize = 36;
+/// The longest block looked for, and the lines kept to look in.
+const MAX_BLOCK: usize = 64;
+const KEPT_LINES: usize = MAX_BLOCK * BLOCK_REPEATS;
+
+/// Watches text as it streams for one line, or one block of lines, repeated without end:
+/// small models at temperature 0 fall into such loops (a code block, then newlines until the
+/// window is full).
 #[derive(Default)]
 struct Repeats {
     /// The line being written.
     current: String,
     last: String,
     count: u32,
+    /// Hashes of the latest lines, oldest first, and whether some had text.
+    recent: std::collections::VecDeque<(u64, bool)>,
+    block: bool,
 }
 
 impl Repeats {
@@ -183,10 +196,42 @@ impl Repeats {
                 self.last = line.to_string();
                 self.count = 1;
             }
+            self.remember(line);
+        }
+    }
+
+    /// Adds a finished line and looks for a block repeated back to back at the end.
+    fn remember(&mut self, line: &str) {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        line.hash(&mut hasher);
+        if self.recent.len() == KEPT_LINES {
+            self.recent.pop_front();
+        }
+        self.recent
+            .push_back((hasher.finish(), !line.trim().is_empty()));
+        let n = self.recent.len();
+        for period in 2..=MAX_BLOCK {
+            let span = (period * BLOCK_REPEATS).max(BLOCK_LINES.next_multiple_of(period));
+            if span > n {
+                break;
+            }
+            let tail = n - span;
+            let repeated =
+                (tail..n - period).all(|i| self.recent[i].0 == self.recent[i + period].0);
+            // One line over and over is the line count's to judge (a table may repeat a row).
+            let one_line = (n - period..n).all(|i| self.recent[i].0 == self.recent[n - 1].0);
+            if repeated && !one_line && (tail..n).any(|i| self.recent[i].1) {
+                self.block = true;
+                return;
+            }
         }
     }
 
     fn looping(&self) -> bool {
+        if self.block {
+            return true;
+        }
         let limit = if self.last.is_empty() {
             BLANK_REPEATS
         } else {
@@ -629,6 +674,33 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
         let reply = assembler.finish(&mut ids());
         assert_eq!(args(&reply), [("c1", "bash", r#"{"command":"ls"}"#)]);
         assert_eq!(reply.content, None);
+    }
+
+    #[test]
+    fn a_block_repeated_back_to_back_is_a_loop() {
+        let block: String = (1..=17).map(|i| format!("{i:6}\tline {i}\n")).collect();
+        let mut repeats = Repeats::default();
+        repeats.feed(&format!("<tool_response>\n{block}"));
+        repeats.feed(&block);
+        assert!(!repeats.looping(), "twice is not yet a loop");
+        repeats.feed(&block);
+        assert!(repeats.looping(), "three times, 51 lines");
+        // A short block must repeat until it makes BLOCK_LINES lines.
+        let mut repeats = Repeats::default();
+        repeats.feed(&"self.assertEqual(a, b)\nx += 1\n".repeat(17));
+        assert!(!repeats.looping(), "34 lines");
+        repeats.feed("self.assertEqual(a, b)\nx += 1\n");
+        assert!(repeats.looping(), "36 lines");
+        // Lines that differ, and blocks of blank lines alone, are no block loop.
+        let mut repeats = Repeats::default();
+        let varied: String = (0..300)
+            .map(|i| format!("case_{i} = check({i})\n\n"))
+            .collect();
+        repeats.feed(&varied);
+        assert!(!repeats.looping());
+        let mut repeats = Repeats::default();
+        repeats.feed(&" \n\n".repeat(30));
+        assert!(!repeats.block);
     }
 
     #[test]
