@@ -288,7 +288,10 @@ mod tests {
             "[turn: the files in the project directory, listed when the task began (each line a \
              directory, then its files):\nAGENTS.md a.md b.py\nsrc/: x.py\nsrc/deep/: y.py\nsub/ws/: AGENTS.md\n6 files]"
         );
-        assert_eq!(files_ending(&ws, ".py"), ["b.py", "src/x.py", "src/deep/y.py"]);
+        assert_eq!(
+            files_ending(&ws, ".py"),
+            ["b.py", "src/x.py", "src/deep/y.py"]
+        );
         let many: Vec<(PathBuf, String)> = (0..500)
             .map(|i| (PathBuf::from(format!("d{i}")), format!("file{i}.txt")))
             .collect();
