@@ -108,9 +108,11 @@ impl Agent<'_> {
         // and serializing it anew each time was most of a step's CPU.
         let mut wire: Vec<Box<RawValue>> = Vec::with_capacity(history.len());
         let mut repeats = Repeats::default();
-        // How often the model was asked to act on an answer, whether a file was written, and
-        // the last tool result (an answer that only repeats it is no answer).
+        // How often the model was asked to act on an answer (and the answer it last was asked
+        // about), whether a file was written, and the last tool result (an answer that only
+        // repeats it is no answer).
         let (mut asked, mut changed) = (0, false);
+        let mut noted: Option<String> = None;
         let mut last_result = String::new();
         // The main loop: one model request per pass.
         let text = loop {
@@ -160,8 +162,12 @@ impl Agent<'_> {
                 let text = reply.content.as_deref().unwrap_or_default();
                 let hands_over = !changed && textcalls::hands_over_commands(text);
                 let echoes = textcalls::echoes_result(text, &last_result);
-                if asked < MAX_ACT_NOTES && (hands_over || echoes) {
+                // The same answer again after a note (temperature 0) will not change with
+                // another note: it is final.
+                let again = noted.as_deref() == Some(text);
+                if asked < MAX_ACT_NOTES && !again && (hands_over || echoes) {
                     asked += 1;
+                    noted = Some(text.to_string());
                     reporter.report(Event::Notice(if hands_over {
                         "the answer shows commands or code but called no tool; asking the model to act"
                     } else {

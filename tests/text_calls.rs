@@ -633,3 +633,21 @@ fn a_command_the_task_gives_is_run_when_the_answer_only_shows_it() {
         .last_content()
         .starts_with("[turn: your reply called no tool"));
 }
+
+#[test]
+fn the_same_answer_after_a_note_is_final() {
+    let ws = Workspace::new();
+    let shown = "Run this:\n\n```sh\nmake totals\n```";
+    let mock = Mock::start(vec![
+        Reply::Text(shown),
+        Reply::Text(shown),
+        Reply::Text("never asked for"),
+    ]);
+    let run = turn_with(&ws, &mock, true, &["--no-preload", "compute the totals"]).expect(0);
+    assert_eq!(
+        mock.chats().len(),
+        2,
+        "one note, then the same answer ends the turn"
+    );
+    assert_eq!(run.stderr.matches("asking the model to act").count(), 1);
+}

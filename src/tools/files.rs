@@ -305,8 +305,9 @@ const WHOLE_FILE_BYTES: usize = 3000;
 const WHOLE_FILE_LINES: usize = 80;
 
 /// `edit_file` when `old_text` is not in the file exactly: the same lines with only their
-/// indentation or trailing spaces different, found once, are edited (see `nearmatch`);
-/// otherwise the error shows the lines most like `old_text`.
+/// indentation or trailing spaces different (or with read_file's line numbers before them),
+/// found once, are edited (see `nearmatch`); otherwise the error shows a small file whole, a
+/// larger one's lines most like `old_text`.
 fn edit_loosely(
     args: &EditArgs,
     mut file: &fs::File,

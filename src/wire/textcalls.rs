@@ -10,8 +10,14 @@
 //! call tags, or the whole message (or its whole last paragraph). JSON that names no offered
 //! tool, shell snippets in ```` ```bash ```` blocks and objects quoted inside prose are answers.
 //! One exception, measured on Qwen2.5-Coder-1.5B, which invents tools (`python`): a message
-//! that is nothing but call objects is a call whatever it names. Nothing runs then; the tool
-//! dispatch answers that the tool does not exist and lists those that do.
+//! that is nothing but call objects is a call whatever it names, and whatever shape its
+//! arguments have. Nothing runs then; the tool dispatch answers that the tool does not exist
+//! and lists those that do, or what its arguments must be.
+//!
+//! Beside the calls, the shapes of answers that are no answer, for the loop to act on (see
+//! agent.rs): commands handed over (`hands_over_commands`, `shell_block`), a result echoed
+//! (`echoes_result`), a whole file shown after its name (`whole_files`), code blocks and the
+//! path-like words of a line (`code_blocks`, `path_words`).
 //!
 //! Pure: text in, calls out. The unit tests hold a corpus of real shapes and near-misses.
 
@@ -83,7 +89,7 @@ pub fn recognize(text: &str, tools: &[&str]) -> Vec<TextCall> {
 /// Whether an answer hands the user commands or code to run: a fenced block in a shell or
 /// Python, or with no language. Small models do that instead of calling a tool (measured on
 /// Qwen2.5-Coder-1.5B: "you can run `find … | sort | uniq -c`" in a ```` ```bash ```` block, for a
-/// question it had to answer), so the loop asks once whether it meant to call (see agent.rs).
+/// question it had to answer), so the loop tells it that nothing ran (see agent.rs).
 pub fn hands_over_commands(text: &str) -> bool {
     const LANGUAGES: [&str; 8] = ["", "sh", "bash", "shell", "console", "zsh", "python", "py"];
     let mut open = false;
