@@ -247,18 +247,16 @@ impl Agent<'_> {
         if files.is_empty() {
             return;
         }
-        let calls: Vec<ToolCall> = files
-            .iter()
-            .map(|path| {
-                ToolCall::new(
-                    new_call_id(),
-                    "read_file",
-                    json!({ "path": path }).to_string(),
-                )
-            })
-            .collect();
-        push(history, Message::assistant(None, calls.clone()), reporter);
-        for call in &calls {
+        // One call a message: after two results side by side (one message with two calls),
+        // Qwen2.5-Coder-1.5B wrote `<tool_response>` blocks until its budget ran out.
+        for path in files {
+            let arguments = json!({ "path": path }).to_string();
+            let call = ToolCall::new(new_call_id(), "read_file", arguments);
+            push(
+                history,
+                Message::assistant(None, vec![call.clone()]),
+                reporter,
+            );
             let (name, arguments) = (call.function.name.as_str(), &call.function.arguments);
             reporter.report(Event::ToolCall {
                 id: &call.id,
@@ -266,9 +264,9 @@ impl Agent<'_> {
                 arguments,
                 origin: Origin::Turn,
             });
-            let mut output = self.run_tool(name, arguments, calls.len());
-            output.elided += self.context.fit_result(&mut output.text, calls.len());
-            answer(history, reporter, call, Origin::Turn, &output);
+            let mut output = self.run_tool(name, arguments, files.len());
+            output.elided += self.context.fit_result(&mut output.text, files.len());
+            answer(history, reporter, &call, Origin::Turn, &output);
         }
     }
 

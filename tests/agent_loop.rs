@@ -413,3 +413,27 @@ fn line_numbers_copied_from_read_file_are_taken_out_of_rewrites_and_edits() {
         chats[2].last_content()
     );
 }
+
+#[test]
+fn each_named_file_is_read_in_a_message_of_its_own() {
+    let ws = Workspace::new();
+    ws.write("a.py", "a = 1\n");
+    ws.write("b.py", "b = 2\n");
+    let mock = Mock::start(vec![Reply::Text("ok")]);
+    turn_in(&ws, &mock, true, &["compare a.py with b.py"]).expect(0);
+    let messages = mock.chats()[0].messages().clone();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "tool"]
+    );
+    assert_eq!(messages[3]["content"], "     1\ta = 1\n");
+    assert_eq!(messages[5]["content"], "     1\tb = 2\n");
+    assert_eq!(
+        messages[4]["tool_calls"][0]["id"],
+        messages[5]["tool_call_id"]
+    );
+}

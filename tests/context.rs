@@ -757,7 +757,7 @@ fn endless_newlines_are_cut_and_the_cut_call_is_not_run() {
         let ws = Workspace::new();
         let server = Server::start(Config::new(100_000, vec![step.clone()]));
         let run = turn_at(&ws, &server, &["--context", "8192", TASK]).expect(0);
-        assert_has(&run.stderr, "repeated the same line over and over");
+        assert_has(&run.stderr, "repeated the same lines over and over");
         assert!(
             !exists(&ws.path("cut-call-ran")),
             "the cut call was not run"

@@ -511,7 +511,7 @@ impl Keeper {
 pub fn cut(reply: &Reply) -> Option<&'static str> {
     match reply.finish_reason.as_deref() {
         Some("length") => Some("the reply was cut off at its token limit (--max-tokens)"),
-        Some(REPETITION) => Some("the reply was stopped: it repeated the same line over and over"),
+        Some(REPETITION) => Some("the reply was stopped: it repeated the same lines over and over"),
         _ => None,
     }
 }

@@ -268,7 +268,7 @@ impl Client {
             read_events(reader, &mut assembler, &mut show)?;
             if assembler.looping() {
                 reporter.report(Event::Notice(
-                    "the reply repeated the same line over and over; turn stopped reading it",
+                    "the reply repeated the same lines over and over; turn stopped reading it",
                 ));
             }
         } else {
