@@ -421,15 +421,12 @@ fn each_named_file_is_read_in_a_message_of_its_own() {
     ws.write("b.py", "b = 2\n");
     let mock = Mock::start(vec![Reply::Text("ok")]);
     turn_in(&ws, &mock, true, &["compare a.py with b.py"]).expect(0);
-    let messages = mock.chats()[0].messages().clone();
-    let roles: Vec<&str> = messages
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let chat = &mock.chats()[0];
     assert_eq!(
-        roles,
+        chat.roles(),
         ["system", "user", "assistant", "tool", "assistant", "tool"]
     );
+    let messages = chat.messages();
     assert_eq!(messages[3]["content"], "     1\ta = 1\n");
     assert_eq!(messages[5]["content"], "     1\tb = 2\n");
     assert_eq!(

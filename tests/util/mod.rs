@@ -66,6 +66,14 @@ impl Received {
         self.body["messages"].as_array().expect("messages")
     }
 
+    /// The roles of the messages sent, in order.
+    pub fn roles(&self) -> Vec<&str> {
+        self.messages()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap_or_default())
+            .collect()
+    }
+
     /// The content of the last message (usually the tool result being answered).
     pub fn last_content(&self) -> String {
         self.messages().last().unwrap()["content"]
