@@ -55,7 +55,17 @@ fn act_note(hands_over: bool, task: &str, answer: &str) -> String {
     format!("[turn: {what}]\n\nThe task: {task}")
 }
 
-/// Most notes (`act_note`) one turn gets.
+/// What the model reads when its answer began a call to `tool` and did not finish it.
+fn unfinished_note(tool: &str, task: &str) -> String {
+    let task: String = task.chars().take(2000).collect();
+    format!(
+        "[turn: your reply began a call to {tool} but is not complete JSON, so nothing was run. \
+         Write the whole call again, every string and brace closed: {{\"name\": \"{tool}\", \
+         \"arguments\": {{...}}}}]\n\nThe task: {task}"
+    )
+}
+
+/// Most notes (`act_note`, `unfinished_note`) one turn gets.
 const MAX_ACT_NOTES: u32 = 2;
 
 /// Everything that stays the same from one request to the next.
@@ -160,24 +170,38 @@ impl Agent<'_> {
                 // this turn, or that only repeats a result, gets a note and the task again
                 // (twice a turn at most).
                 let text = reply.content.as_deref().unwrap_or_default();
+                let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+                let unfinished = self
+                    .protocol
+                    .reads_text_calls()
+                    .then(|| textcalls::unfinished_call(text, &names))
+                    .flatten();
                 let hands_over = !changed && textcalls::hands_over_commands(text);
                 let echoes = textcalls::echoes_result(text, &last_result);
                 // The same answer again after a note (temperature 0) will not change with
                 // another note: it is final.
                 let again = noted.as_deref() == Some(text);
-                if asked < MAX_ACT_NOTES && !again && (hands_over || echoes) {
+                if asked < MAX_ACT_NOTES && !again && (unfinished.is_some() || hands_over || echoes)
+                {
                     asked += 1;
                     noted = Some(text.to_string());
-                    reporter.report(Event::Notice(if hands_over {
-                        "the answer shows commands or code but called no tool; asking the model to act"
-                    } else {
-                        "the answer repeats a tool's result; asking the model to go on"
-                    }));
-                    push(
-                        history,
-                        Message::user(act_note(hands_over, task, text)),
-                        reporter,
-                    );
+                    let note = match unfinished {
+                        Some(tool) => {
+                            reporter.report(Event::Notice(
+                                "the answer begins a tool call it does not finish; asking the model to write it whole",
+                            ));
+                            unfinished_note(tool, task)
+                        }
+                        None => {
+                            reporter.report(Event::Notice(if hands_over {
+                                "the answer shows commands or code but called no tool; asking the model to act"
+                            } else {
+                                "the answer repeats a tool's result; asking the model to go on"
+                            }));
+                            act_note(hands_over, task, text)
+                        }
+                    };
+                    push(history, Message::user(note), reporter);
                     continue;
                 }
                 if reply.content.is_none() {

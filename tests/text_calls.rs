@@ -651,3 +651,24 @@ fn the_same_answer_after_a_note_is_final() {
     );
     assert_eq!(run.stderr.matches("asking the model to act").count(), 1);
 }
+
+#[test]
+fn a_call_begun_and_not_finished_is_asked_for_whole() {
+    let ws = Workspace::new();
+    let begun =
+        r#"{"name": "write_file", "arguments": {"path": "t.py", "content": "<tool_response>"#;
+    let mock = Mock::start(vec![
+        Reply::Text(begun),
+        calls(&[("write_file", json!({"path": "t.py", "content": "x = 1\n"}))]),
+        Reply::Text("Written."),
+    ]);
+    let run = turn_with(&ws, &mock, true, &["--no-preload", "TASK-3: write t.py"]).expect(0);
+    assert_eq!(ws.read("t.py"), "x = 1\n");
+    assert!(run.stderr.contains("begins a tool call it does not finish"));
+    let note = mock.chats()[1].last_content();
+    assert!(
+        note.starts_with("[turn: your reply began a call to write_file but is not complete JSON"),
+        "{note}"
+    );
+    assert!(note.ends_with("The task: TASK-3: write t.py"), "{note}");
+}

@@ -108,6 +108,28 @@ pub fn hands_over_commands(text: &str) -> bool {
     false
 }
 
+/// The offered tool an answer starts to call without finishing the call: the message (or its
+/// only fenced block) opens with `{"name": "TOOL"` but is no complete JSON. The 1.5B model
+/// stopped at `{"name": "write_file", "arguments": {"path": "t.py", "content": "<tool_response>`;
+/// taken for an answer, the task would end there.
+pub fn unfinished_call<'a>(text: &str, tools: &[&'a str]) -> Option<&'a str> {
+    let mut body = text.trim();
+    if let Some((first, rest)) = body.split_once('\n') {
+        if fence_open(first).is_some() {
+            body = rest.trim_end().strip_suffix("```").unwrap_or(rest).trim();
+        }
+    }
+    let rest = body.strip_prefix('{')?.trim_start();
+    let rest = rest.strip_prefix("\"name\"")?.trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start();
+    let tool = tools
+        .iter()
+        .find(|t| rest.starts_with(&format!("\"{t}\"")))?;
+    serde_json::from_str::<serde::de::IgnoredAny>(body)
+        .is_err()
+        .then_some(*tool)
+}
+
 /// Whether an answer only repeats a tool's result instead of answering: it starts with the
 /// tag a chat template puts around results (Qwen2.5-Coder-1.5B answered
 /// `<tool_response>\nError: …` after a failed edit), or holds the whole of the last result
@@ -1084,6 +1106,26 @@ mod tests {
         let prose = format!("Try this:\n\n{text}\n\nIt lists them.");
         assert!(recognize(&prose, &OURS).is_empty());
         assert!(recognize(r#"{"name": "bash", "arguments": null}"#, &OURS).is_empty());
+    }
+
+    #[test]
+    fn a_call_begun_and_not_finished() {
+        let cut =
+            r#"{"name": "write_file", "arguments": {"path": "t.py", "content": "<tool_response>"#;
+        assert_eq!(unfinished_call(cut, &OURS), Some("write_file"));
+        let fenced = "```json\n{ \"name\" : \"bash\", \"arguments\": {\"command\": \"ls\"\n```";
+        assert_eq!(unfinished_call(fenced, &OURS), Some("bash"));
+        // A whole call, another tool's name, or prose: nothing unfinished.
+        let whole = r#"{"name": "bash", "arguments": {"command": "ls"}}"#;
+        assert_eq!(unfinished_call(whole, &OURS), None);
+        assert_eq!(
+            unfinished_call(r#"{"name": "python", "arguments": {"#, &OURS),
+            None
+        );
+        assert_eq!(
+            unfinished_call("The name \"bash\" is a shell.", &OURS),
+            None
+        );
     }
 
     #[test]
