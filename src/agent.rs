@@ -167,17 +167,15 @@ impl Agent<'_> {
                     continue;
                 }
                 // An answer that hands the user commands or code, when nothing was written
-                // this turn, or that only repeats a result, gets a note and the task again
-                // (twice a turn at most).
+                // this turn, that only repeats a result, or that begins a call it does not
+                // finish, gets a note and the task again (twice a turn at most; not under
+                // --tool-protocol native, which takes every answer as it is).
                 let text = reply.content.as_deref().unwrap_or_default();
                 let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
-                let unfinished = self
-                    .protocol
-                    .reads_text_calls()
-                    .then(|| textcalls::unfinished_call(text, &names))
-                    .flatten();
-                let hands_over = !changed && textcalls::hands_over_commands(text);
-                let echoes = textcalls::echoes_result(text, &last_result);
+                let reads = self.protocol.reads_text_calls();
+                let unfinished = textcalls::unfinished_call(text, &names).filter(|_| reads);
+                let hands_over = reads && !changed && textcalls::hands_over_commands(text);
+                let echoes = reads && textcalls::echoes_result(text, &last_result);
                 // The same answer again after a note (temperature 0) will not change with
                 // another note: it is final.
                 let again = noted.as_deref() == Some(text);

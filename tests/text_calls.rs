@@ -672,3 +672,19 @@ fn a_call_begun_and_not_finished_is_asked_for_whole() {
     );
     assert!(note.ends_with("The task: TASK-3: write t.py"), "{note}");
 }
+
+#[test]
+fn the_native_protocol_takes_an_answer_with_commands_as_it_is() {
+    let ws = Workspace::new();
+    let shown = "Run this:\n\n```sh\nmake totals\n```";
+    let mock = Mock::start(vec![Reply::Text(shown), Reply::Text("never asked for")]);
+    let run = turn_with(
+        &ws,
+        &mock,
+        true,
+        &["--no-preload", "--tool-protocol", "native", "compute"],
+    )
+    .expect(0);
+    assert_eq!(mock.chats().len(), 1);
+    assert_eq!(run.stdout, format!("{shown}\n"));
+}
