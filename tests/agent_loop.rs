@@ -434,3 +434,23 @@ fn each_named_file_is_read_in_a_message_of_its_own() {
         messages[5]["tool_call_id"]
     );
 }
+
+#[test]
+fn a_chat_template_tag_for_a_file_s_whole_content_is_refused() {
+    let ws = Workspace::new();
+    ws.write("test_x.py", "import unittest\n");
+    let mock = Mock::start(vec![
+        calls(&[(
+            "write_file",
+            json!({"path": "test_x.py", "content": "<tool_response>"}),
+        )]),
+        Reply::Text("ok"),
+    ]);
+    turn_in(&ws, &mock, true, &["--no-preload", "add a test"]).expect(0);
+    assert_eq!(ws.read("test_x.py"), "import unittest\n");
+    let result = mock.chats()[1].last_content();
+    assert!(
+        result.starts_with("Error: content is only the tag <tool_response>, not the file's text"),
+        "{result}"
+    );
+}

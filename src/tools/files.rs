@@ -187,6 +187,21 @@ pub(super) fn write_file(
     ctx: &Context,
     approver: &mut Approver,
 ) -> Result<Output, String> {
+    // A chat template's tag for the whole content is the model's confusion, not a file's text
+    // (measured on Qwen2.5-Coder-1.5B: `"content": "<tool_response>"` over a test file).
+    const TAGS: [&str; 4] = [
+        "<tool_response>",
+        "</tool_response>",
+        "<tool_call>",
+        "</tool_call>",
+    ];
+    if TAGS.contains(&args.content.trim()) {
+        return Err(format!(
+            "content is only the tag {}, not the file's text; nothing was written. Call \
+             write_file again with the whole text the file should hold",
+            args.content.trim()
+        ));
+    }
     // read_file's line numbers, copied into a rewrite of the file read, are taken out; in a
     // new file or other text they may be meant (a TSV), so they stay.
     let mut note = "";
