@@ -28,7 +28,6 @@ use std::hash::{BuildHasher, Hasher};
 /// latest user message for the task (measured on Qwen2.5-Coder-1.5B: "Please provide the
 /// task" after a note without it).
 fn act_note(hands_over: bool, task: &str, answer: &str) -> String {
-    let task: String = task.chars().take(2000).collect();
     // The commands the answer showed, offered back as the call that runs them: a small model
     // copies a call it is shown far more often than it writes one.
     let offer = match textcalls::shell_block(answer).filter(|_| hands_over) {
@@ -52,16 +51,22 @@ fn act_note(hands_over: bool, task: &str, answer: &str) -> String {
          sentences."
             .to_string()
     };
-    format!("[turn: {what}]\n\nThe task: {task}")
+    format!("[turn: {what}]{}", restated(task))
+}
+
+/// The task again, at the end of a note (its first 2,000 chars).
+fn restated(task: &str) -> String {
+    let task: String = task.chars().take(2000).collect();
+    format!("\n\nThe task: {task}")
 }
 
 /// What the model reads when its answer began a call to `tool` and did not finish it.
 fn unfinished_note(tool: &str, task: &str) -> String {
-    let task: String = task.chars().take(2000).collect();
     format!(
         "[turn: your reply began a call to {tool} but is not complete JSON, so nothing was run. \
          Write the whole call again, every string and brace closed: {{\"name\": \"{tool}\", \
-         \"arguments\": {{...}}}}]\n\nThe task: {task}"
+         \"arguments\": {{...}}}}]{}",
+        restated(task)
     )
 }
 
