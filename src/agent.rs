@@ -435,7 +435,8 @@ impl Agent<'_> {
     /// files), as a write_file; else a shell block every line of which the task itself
     /// gives (`Run \`python3 run_checks.py\``), as a bash call.
     fn answer_edits(&self, text: &str, task: &str) -> Vec<textcalls::TextCall> {
-        let workspace = self.tools.workspace;
+        // The workspace's .py files, walked once however many blocks need them.
+        let mut python_files: Option<Vec<String>> = None;
         for block in textcalls::code_blocks(text) {
             if !["", "python", "py", "python3"].contains(&block.info.to_ascii_lowercase().as_str())
             {
@@ -451,11 +452,13 @@ impl Agent<'_> {
                 })
                 .unwrap_or_default();
             let candidates = match named.len() {
-                1 => named,
-                _ => crate::prompt::files_ending(workspace, ".py"),
+                1 => &named,
+                _ => python_files.get_or_insert_with(|| {
+                    crate::prompt::files_ending(self.tools.workspace, ".py")
+                }),
             };
             if let Some((path, content)) =
-                tools::splice_definitions(&self.tools, &candidates, &block.body)
+                tools::splice_definitions(&self.tools, candidates, &block.body)
             {
                 return vec![textcalls::TextCall {
                     name: "write_file".into(),
