@@ -17,7 +17,7 @@ use crate::wire::client::{Client, Request};
 use crate::wire::message::{normalize, Message, ToolCall};
 use crate::wire::stream::Reply;
 use crate::wire::textproto::{self, Protocol};
-use crate::wire::{server, textcalls};
+use crate::wire::{answer, server, textcalls};
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::{json, Value};
 use std::collections::hash_map::RandomState;
@@ -70,8 +70,40 @@ fn unfinished_note(tool: &str, task: &str) -> String {
     )
 }
 
-/// Most notes (`act_note`, `unfinished_note`) one turn gets.
+/// What the model reads when its answer copies the task's `example` before any tool looked.
+fn example_note(example: &str, task: &str) -> String {
+    format!(
+        "[turn: your answer copies the example the task gives (\"{example}\"), and no tool has \
+         looked at anything yet, so it is a guess. Find the real answer with the tools first \
+         (bash, read_file), then answer.]{}",
+        restated(task)
+    )
+}
+
+/// What the model reads when it answers before running the `command` the task says to run:
+/// the call that runs it, to copy (see act_note).
+fn unrun_note(command: &str, task: &str) -> String {
+    format!(
+        "[turn: the task says to run `{command}`, and it has not run yet. Run it now, with \
+         only this call, and go on from its output:\n{}]{}",
+        json!({"name": "bash", "arguments": {"command": command}}),
+        restated(task)
+    )
+}
+
+/// Most notes (`act_note`, `unfinished_note`, `example_note`, `unrun_note`) one turn gets.
 const MAX_ACT_NOTES: u32 = 2;
+
+/// What a turn has done so far, for judging its answer (see Agent::answer_note).
+struct Done<'a> {
+    /// A file was written or edited.
+    changed: bool,
+    /// The model called a tool.
+    looked: bool,
+    last_result: &'a str,
+    /// The commands bash ran.
+    ran: &'a [String],
+}
 
 /// Everything that stays the same from one request to the next.
 pub struct Agent<'a> {
@@ -126,8 +158,10 @@ impl Agent<'_> {
         // How often the model was asked to act on an answer (and the answer it last was asked
         // about), whether a file was written, and the last tool result (an answer that only
         // repeats it is no answer).
-        let (mut asked, mut changed) = (0, false);
+        let (mut asked, mut changed, mut looked) = (0, false, false);
         let mut noted: Option<String> = None;
+        // The commands bash ran this turn (turn's own included).
+        let mut ran: Vec<String> = Vec::new();
         let mut last_result = String::new();
         // The main loop: one model request per pass.
         let text = loop {
@@ -172,38 +206,27 @@ impl Agent<'_> {
                     continue;
                 }
                 // An answer that hands the user commands or code, when nothing was written
-                // this turn, that only repeats a result, or that begins a call it does not
-                // finish, gets a note and the task again (twice a turn at most; not under
+                // this turn, that only repeats a result, that begins a call it does not
+                // finish, that copies the task's example, or that skips a command the task
+                // says to run gets a note and the task again (twice a turn at most; not under
                 // --tool-protocol native, which takes every answer as it is).
                 let text = reply.content.as_deref().unwrap_or_default();
-                let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
-                let reads = self.protocol.reads_text_calls();
-                let unfinished = textcalls::unfinished_call(text, &names).filter(|_| reads);
-                let hands_over = reads && !changed && textcalls::hands_over_commands(text);
-                let echoes = reads && textcalls::echoes_result(text, &last_result);
                 // The same answer again after a note (temperature 0) will not change with
                 // another note: it is final.
                 let again = noted.as_deref() == Some(text);
-                if asked < MAX_ACT_NOTES && !again && (unfinished.is_some() || hands_over || echoes)
-                {
+                let done = Done {
+                    changed,
+                    looked,
+                    last_result: &last_result,
+                    ran: &ran,
+                };
+                let note = (self.protocol.reads_text_calls() && asked < MAX_ACT_NOTES && !again)
+                    .then(|| self.answer_note(text, task, &done))
+                    .flatten();
+                if let Some((notice, note)) = note {
                     asked += 1;
                     noted = Some(text.to_string());
-                    let note = match unfinished {
-                        Some(tool) => {
-                            reporter.report(Event::Notice(
-                                "the answer begins a tool call it does not finish; asking the model to write it whole",
-                            ));
-                            unfinished_note(tool, task)
-                        }
-                        None => {
-                            reporter.report(Event::Notice(if hands_over {
-                                "the answer shows commands or code but called no tool; asking the model to act"
-                            } else {
-                                "the answer repeats a tool's result; asking the model to go on"
-                            }));
-                            act_note(hands_over, task, text)
-                        }
-                    };
+                    reporter.report(Event::Notice(notice));
                     push(history, Message::user(note), reporter);
                     continue;
                 }
@@ -240,6 +263,10 @@ impl Agent<'_> {
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
                 changed |= output.ok && matches!(name, "write_file" | "edit_file");
+                looked = true;
+                if name == "bash" {
+                    ran.extend(command_of(arguments));
+                }
                 let verdict = repeats.record(output.ok, name, arguments, &output.text);
                 output.text.extend(repeat::note(&verdict));
                 if let Verdict::Stop(times) = verdict {
@@ -259,6 +286,38 @@ impl Agent<'_> {
             }
         };
         Ok(text)
+    }
+
+    /// The note (and the notice that reports it) for an answer, called no tool, that leaves
+    /// the task undone: it begins a call it does not finish, hands over commands or code
+    /// when nothing was written, repeats a result, copies the task's example before any tool
+    /// looked, or comes before a command the task says to run has run. None: it is an answer.
+    fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<(&'static str, String)> {
+        let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+        if let Some(tool) = textcalls::unfinished_call(text, &names) {
+            let notice = "the answer begins a tool call it does not finish; asking the model to write it whole";
+            return Some((notice, unfinished_note(tool, task)));
+        }
+        if !done.changed && textcalls::hands_over_commands(text) {
+            let notice =
+                "the answer shows commands or code but called no tool; asking the model to act";
+            return Some((notice, act_note(true, task, text)));
+        }
+        if textcalls::echoes_result(text, done.last_result) {
+            let notice = "the answer repeats a tool's result; asking the model to go on";
+            return Some((notice, act_note(false, task, text)));
+        }
+        if !done.looked {
+            if let Some(example) = answer::copies_example(text, task) {
+                let notice =
+                    "the answer copies the task's example before looking; asking the model to look";
+                return Some((notice, example_note(example, task)));
+            }
+        }
+        let workspace = self.tools.workspace;
+        let command = answer::unrun_command(task, done.ran, |w| is_program(w, workspace))?;
+        let notice = "the task says to run a command that has not run; asking the model to run it";
+        Some((notice, unrun_note(command, task)))
     }
 
     /// Reads the files the prompt names, as calls of turn's own in the history: the model
@@ -620,6 +679,26 @@ fn answer(
         elided: output.elided,
         origin,
     });
+}
+
+/// The command of a bash call's arguments, if they hold one.
+fn command_of(arguments: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(arguments).ok()?;
+    Some(value.get("command")?.as_str()?.to_string())
+}
+
+/// Whether `word` names a program a command could start: a file in the workspace for a path
+/// (`./run.sh`), else an executable file in a `PATH` directory.
+fn is_program(word: &str, workspace: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if word.contains('/') {
+        return std::fs::metadata(workspace.join(word)).is_ok_and(|m| m.is_file());
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(word))))
 }
 
 /// `call_` and 24 letters or digits, for calls the server sent without a usable id. Random per
