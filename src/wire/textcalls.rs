@@ -554,15 +554,26 @@ fn sequence(text: &str, names: Names) -> Option<Vec<TextCall>> {
 }
 
 /// `text` with the strings of its JSON made valid: a backslash that starts no JSON escape is
-/// doubled (so `\;` means the two characters the model wrote), and raw control characters are
-/// escaped. `None` when there was nothing to repair.
+/// doubled (so `\;` means the two characters the model wrote), raw control characters are
+/// escaped, and so is a quote inside a string that JSON's structure cannot follow (the
+/// model's `"""` of a Python docstring in a file's content): a quote ends a string only
+/// before `,` `:` `}` `]` or the end. `None` when there was nothing to repair.
 fn repair_strings(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len() + 16);
     let (mut inside, mut changed) = (false, false);
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '"' => inside = !inside,
+            '"' if inside => {
+                let next = chars.clone().find(|c| !c.is_whitespace());
+                if next.is_some_and(|n| !",:}]".contains(n)) {
+                    out.push_str("\\\"");
+                    changed = true;
+                    continue;
+                }
+                inside = false;
+            }
+            '"' => inside = true,
             '\\' if inside => match chars.peek() {
                 Some(&next) if "\"\\/bfnrtu".contains(next) => {
                     out.push(c);
@@ -1032,6 +1043,15 @@ mod tests {
             one(
                 "write_file",
                 serde_json::json!({"path": "a.py", "content": "if x:\n\ty()\n"})
+            )
+        );
+        // Qwen2.5-Coder-1.5B: a docstring's quotes left unescaped in a file's content.
+        let text = r##"{"name": "write_file", "arguments": {"path": "g.py", "content": "#!/usr/bin/env python3\n"""Print a greeting."""\nprint("hi")\n"}}"##;
+        assert_eq!(
+            calls(text, &OURS),
+            one(
+                "write_file",
+                serde_json::json!({"path": "g.py", "content": "#!/usr/bin/env python3\n\"\"\"Print a greeting.\"\"\"\nprint(\"hi\")\n"})
             )
         );
         // Valid escapes stay as they are; broken structure stays broken.
