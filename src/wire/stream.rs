@@ -165,6 +165,39 @@ const BLOCK_LINES: usize = 36;
 const MAX_BLOCK: usize = 64;
 const KEPT_LINES: usize = MAX_BLOCK * BLOCK_REPEATS;
 
+/// Where the loop at the end of looping `text` begins: the end of the first copy of the line,
+/// or block of up to `MAX_BLOCK` lines, that repeats back to back from there to the end (a
+/// last line cut in the middle aside). `text.len()` when nothing repeats at the end.
+fn loop_start(text: &str) -> usize {
+    let mut lines = Vec::new();
+    let mut ends = Vec::new();
+    let mut start = 0;
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\n' {
+            lines.push(text[start..i].trim_end());
+            ends.push(i + 1);
+            start = i + 1;
+        }
+    }
+    let n = lines.len();
+    // The fewest lines kept over every period: the longest repeated run goes.
+    let mut keep = n;
+    for period in 1..=MAX_BLOCK.min(n / 2) {
+        let mut run = 0;
+        while run + period < n && lines[n - 1 - run] == lines[n - 1 - run - period] {
+            run += 1;
+        }
+        if run >= period {
+            keep = keep.min(n - run);
+        }
+    }
+    match keep {
+        _ if keep == n => text.len(),
+        0 => 0,
+        _ => ends[keep - 1],
+    }
+}
+
 /// Watches text as it streams for one line, or one block of lines, repeated without end:
 /// small models at temperature 0 fall into such loops (a code block, then newlines until the
 /// window is full).
@@ -455,6 +488,9 @@ impl Assembler {
     pub fn finish(mut self, new_id: &mut dyn FnMut() -> String) -> Reply {
         if self.looping() {
             self.finish_reason = Some(REPETITION.to_string());
+            // The repeats are noise: the history keeps the first copy, not thousands of
+            // tokens that would fill the window and set the model looping again.
+            self.content.truncate(loop_start(&self.content));
             self.content.truncate(self.content.trim_end().len());
         }
         let mut calls: Vec<ToolCall> = Vec::with_capacity(self.calls.len());
@@ -701,6 +737,25 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
         let mut repeats = Repeats::default();
         repeats.feed(&" \n\n".repeat(30));
         assert!(!repeats.block);
+    }
+
+    #[test]
+    fn a_looping_reply_keeps_the_first_copy_of_what_repeats() {
+        // One line again and again, the last one cut in the middle.
+        let text = format!("Here:\n{}{{\"name\"", "{\"a\": 1}\n".repeat(200));
+        assert_eq!(&text[..loop_start(&text)], "Here:\n{\"a\": 1}\n");
+        // A block of three lines (measured: tool_response blocks written again and again).
+        let block = "<tool_response>\nok\n</tool_response>\n";
+        let text = format!("Done.\n{}<tool_re", block.repeat(20));
+        assert_eq!(&text[..loop_start(&text)], format!("Done.\n{block}"));
+        // Blank lines after a fence.
+        let text = format!("```\nx\n```\n{}", "\n".repeat(70));
+        assert_eq!(text[..loop_start(&text)].trim_end(), "```\nx\n```");
+        // Nothing repeats at the end: all is kept.
+        let text = "a\nb\nc\nd";
+        assert_eq!(loop_start(text), text.len());
+        let text = "a\na\na\n";
+        assert_eq!(&text[..loop_start(text)], "a\n");
     }
 
     #[test]
