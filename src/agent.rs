@@ -70,23 +70,29 @@ fn unfinished_note(tool: &str, task: &str) -> String {
     )
 }
 
-/// What the model reads when its answer copies the task's `example` before any tool looked.
-fn example_note(example: &str, task: &str) -> String {
+/// What the model reads when its answer copies the task's `example`: before any tool
+/// `looked`, or after (small models copy the example over what their tools showed).
+fn example_note(example: &str, looked: bool, task: &str) -> String {
+    let what = if looked {
+        "the example only shows the form of the answer. Read the tools' results above again \
+         and answer from them; if they do not tell yet, call a tool that finds out"
+    } else {
+        "no tool has looked at anything yet, so it is a guess. Find the real answer with the \
+         tools first (bash, read_file), then answer"
+    };
     format!(
-        "[turn: your answer copies the example the task gives (\"{example}\"), and no tool has \
-         looked at anything yet, so it is a guess. Find the real answer with the tools first \
-         (bash, read_file), then answer.]{}",
+        "[turn: your answer copies the example the task gives (\"{example}\"): {what}.]{}",
         restated(task)
     )
 }
 
-/// What the model reads when it answers before running the `command` the task says to run:
-/// the call that runs it, to copy (see act_note).
+/// What the model reads after it answered before running the `command` the task says to
+/// run, and turn ran it (its result stands right before this note).
 fn unrun_note(command: &str, task: &str) -> String {
     format!(
-        "[turn: the task says to run `{command}`, and it has not run yet. Run it now, with \
-         only this call, and go on from its output:\n{}]{}",
-        json!({"name": "bash", "arguments": {"command": command}}),
+        "[turn: the task says to run `{command}`, and it had not run since the last change, so \
+         turn ran it: its output is above. If it shows an error or a failure, the task is not \
+         done: fix it with the tools. If it shows success, answer in one or two sentences.]{}",
         restated(task)
     )
 }
@@ -103,6 +109,18 @@ struct Done<'a> {
     last_result: &'a str,
     /// The commands bash ran.
     ran: &'a [String],
+}
+
+/// A note for an answer that is no answer (see Agent::answer_note).
+struct Note {
+    /// What the user reads on stderr (a `notice` event).
+    notice: &'static str,
+    /// What the model reads.
+    text: String,
+    /// Whether the note asks for a call, so the next request requires one.
+    call: bool,
+    /// A command the task says to run, which turn runs itself before the note.
+    run: Option<String>,
 }
 
 /// Everything that stays the same from one request to the next.
@@ -160,16 +178,23 @@ impl Agent<'_> {
         // repeats it is no answer).
         let (mut asked, mut changed, mut looked) = (0, false, false);
         let mut noted: Option<String> = None;
-        // The commands bash ran this turn (turn's own included).
+        // The commands bash ran this turn since the last write_file or edit_file (turn's own
+        // included).
         let mut ran: Vec<String> = Vec::new();
         let mut last_result = String::new();
+        // Whether the next reply must call a tool: after a note that asks for a call, a small
+        // model at temperature 0 tends to give the same answer again; `tool_choice:
+        // "required"` makes a server that honors it (llama-server, vLLM, OpenAI) hold the
+        // model to a call.
+        let mut require_call = false;
         // The main loop: one model request per pass.
         let text = loop {
             if steps == self.max_steps {
                 return Err(Error::MaxSteps(self.max_steps));
             }
             steps += 1;
-            let mut reply = self.ask(history, &mut wire, reporter, true, None)?;
+            let mut reply = self.ask(history, &mut wire, reporter, true, require_call, None)?;
+            require_call = false;
             let origin = self.text_calls(&mut reply, task);
             // A reply cut short (its budget ran out, or it looped) is not acted on in full:
             // its last call may be cut in the middle, so it is answered, not run.
@@ -223,10 +248,23 @@ impl Agent<'_> {
                 let note = (self.protocol.reads_text_calls() && asked < MAX_ACT_NOTES && !again)
                     .then(|| self.answer_note(text, task, &done))
                     .flatten();
-                if let Some((notice, note)) = note {
+                if let Some(Note {
+                    notice,
+                    text: note,
+                    call,
+                    run,
+                }) = note
+                {
                     asked += 1;
+                    require_call = call;
                     noted = Some(text.to_string());
                     reporter.report(Event::Notice(notice));
+                    if let Some(command) = run {
+                        let arguments = json!({ "command": command }).to_string();
+                        let output = self.own_call("bash", arguments, 1, history, reporter);
+                        last_result = output.text;
+                        ran.push(command);
+                    }
                     push(history, Message::user(note), reporter);
                     continue;
                 }
@@ -262,7 +300,12 @@ impl Agent<'_> {
                     _ => self.run_tool(name, arguments, reply.calls.len()),
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
-                changed |= output.ok && matches!(name, "write_file" | "edit_file");
+                if output.ok && matches!(name, "write_file" | "edit_file") {
+                    // A command the task says to run checks the work as it is now: one that
+                    // ran before this change has to run again.
+                    changed = true;
+                    ran.clear();
+                }
                 looked = true;
                 if name == "bash" {
                     ran.extend(command_of(arguments));
@@ -288,36 +331,59 @@ impl Agent<'_> {
         Ok(text)
     }
 
-    /// The note (and the notice that reports it) for an answer, called no tool, that leaves
-    /// the task undone: it begins a call it does not finish, hands over commands or code
-    /// when nothing was written, repeats a result, copies the task's example before any tool
-    /// looked, or comes before a command the task says to run has run. None: it is an answer.
-    fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<(&'static str, String)> {
+    /// The note for an answer, called no tool, that leaves the task undone: it begins a call
+    /// it does not finish, hands over commands or code when nothing was written, repeats a
+    /// result, copies the task's example before any tool looked, or comes before a command
+    /// the task says to run has run. None: it is an answer.
+    fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<Note> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+        let calling = |notice, text| {
+            Some(Note {
+                notice,
+                text,
+                call: true,
+                run: None,
+            })
+        };
         if let Some(tool) = textcalls::unfinished_call(text, &names) {
             let notice = "the answer begins a tool call it does not finish; asking the model to write it whole";
-            return Some((notice, unfinished_note(tool, task)));
+            return calling(notice, unfinished_note(tool, task));
         }
         if !done.changed && textcalls::hands_over_commands(text) {
             let notice =
                 "the answer shows commands or code but called no tool; asking the model to act";
-            return Some((notice, act_note(true, task, text)));
+            return calling(notice, act_note(true, task, text));
         }
         if textcalls::echoes_result(text, done.last_result) {
-            let notice = "the answer repeats a tool's result; asking the model to go on";
-            return Some((notice, act_note(false, task, text)));
+            // The task may be done: the model may answer.
+            return Some(Note {
+                notice: "the answer repeats a tool's result; asking the model to go on",
+                text: act_note(false, task, text),
+                call: false,
+                run: None,
+            });
         }
-        if !done.looked {
-            if let Some(example) = answer::copies_example(text, task) {
+        if let Some(example) = answer::copies_example(text, task) {
+            if !done.looked {
                 let notice =
                     "the answer copies the task's example before looking; asking the model to look";
-                return Some((notice, example_note(example, task)));
+                return calling(notice, example_note(example, false, task));
             }
+            // The tools' results may well say the example is the answer: no call is required.
+            return Some(Note {
+                notice: "the answer copies the task's example; asking the model to answer from what the tools showed",
+                text: example_note(example, true, task),
+                call: false,
+                run: None,
+            });
         }
-        let workspace = self.tools.workspace;
-        let command = answer::unrun_command(task, done.ran, |w| is_program(w, workspace))?;
-        let notice = "the task says to run a command that has not run; asking the model to run it";
-        Some((notice, unrun_note(command, task)))
+        let command = answer::unrun_command(task, done.ran, |w| tools::is_program(&self.tools, w))?;
+        Some(Note {
+            notice: "the task says to run a command that has not run since the last change; turn runs it",
+            text: unrun_note(command, task),
+            call: false,
+            run: Some(command.to_string()),
+        })
     }
 
     /// Reads the files the prompt names, as calls of turn's own in the history: the model
@@ -337,23 +403,37 @@ impl Agent<'_> {
         // Qwen2.5-Coder-1.5B wrote `<tool_response>` blocks until its budget ran out.
         for path in files {
             let arguments = json!({ "path": path }).to_string();
-            let call = ToolCall::new(new_call_id(), "read_file", arguments);
-            push(
-                history,
-                Message::assistant(None, vec![call.clone()]),
-                reporter,
-            );
-            let (name, arguments) = (call.function.name.as_str(), &call.function.arguments);
-            reporter.report(Event::ToolCall {
-                id: &call.id,
-                name,
-                arguments,
-                origin: Origin::Turn,
-            });
-            let mut output = self.run_tool(name, arguments, files.len());
-            output.elided += self.context.fit_result(&mut output.text, files.len());
-            answer(history, reporter, &call, Origin::Turn, &output);
+            self.own_call("read_file", arguments, files.len(), history, reporter);
         }
+    }
+
+    /// Runs a call of turn's own (`"origin": "turn"`), one of `calls` made together, and puts
+    /// it and its result in the history like the model's calls; returns the result.
+    fn own_call(
+        &mut self,
+        name: &str,
+        arguments: String,
+        calls: usize,
+        history: &mut Vec<Message>,
+        reporter: &mut dyn Reporter,
+    ) -> tools::Output {
+        let call = ToolCall::new(new_call_id(), name, arguments);
+        push(
+            history,
+            Message::assistant(None, vec![call.clone()]),
+            reporter,
+        );
+        let arguments = call.function.arguments.as_str();
+        reporter.report(Event::ToolCall {
+            id: &call.id,
+            name,
+            arguments,
+            origin: Origin::Turn,
+        });
+        let mut output = self.run_tool(name, arguments, calls);
+        output.elided += self.context.fit_result(&mut output.text, calls);
+        answer(history, reporter, &call, Origin::Turn, &output);
+        output
     }
 
     /// Runs one of a reply's `calls` calls. The tool cuts its output to the window's share
@@ -379,6 +459,7 @@ impl Agent<'_> {
         wire: &mut Vec<Box<RawValue>>,
         reporter: &mut dyn Reporter,
         with_tools: bool,
+        require_call: bool,
         response_format: Option<&Value>,
     ) -> Result<Reply> {
         let client = self.client;
@@ -410,6 +491,7 @@ impl Agent<'_> {
                 stream: self.stream,
                 max_tokens: Some(self.context.sending(messages)),
                 response_format,
+                require_call,
             };
             let result = client
                 .complete(&request, &mut new_call_id, reporter)
@@ -596,7 +678,7 @@ impl Agent<'_> {
         loop {
             let mut wire = Vec::new();
             let format = use_format.then_some(&format);
-            let reply = match self.ask(history, &mut wire, reporter, false, format) {
+            let reply = match self.ask(history, &mut wire, reporter, false, false, format) {
                 Ok(reply) => reply,
                 Err(Error::Api {
                     status: Some(400 | 404 | 415 | 422 | 501),
@@ -685,20 +767,6 @@ fn answer(
 fn command_of(arguments: &str) -> Option<String> {
     let value: Value = serde_json::from_str(arguments).ok()?;
     Some(value.get("command")?.as_str()?.to_string())
-}
-
-/// Whether `word` names a program a command could start: a file in the workspace for a path
-/// (`./run.sh`), else an executable file in a `PATH` directory.
-fn is_program(word: &str, workspace: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if word.contains('/') {
-        return std::fs::metadata(workspace.join(word)).is_ok_and(|m| m.is_file());
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(word))))
 }
 
 /// `call_` and 24 letters or digits, for calls the server sent without a usable id. Random per

@@ -454,3 +454,142 @@ fn a_chat_template_tag_for_a_file_s_whole_content_is_refused() {
         "{result}"
     );
 }
+
+const TREE_TASK: &str =
+    "How many files are here? Answer in one line, for example: \"5 files, most in lib/core\".";
+
+#[test]
+fn an_answer_that_copies_the_tasks_example_before_looking_must_call_a_tool_next() {
+    let ws = Workspace::new();
+    ws.write("a.py", "");
+    let mock = Mock::start(vec![
+        Reply::Text("5 files, most in lib/core"),
+        bash("ls | wc -l"),
+        // Not the same answer as before the note (that would be final), but a copy still.
+        Reply::Text("5 Files, most in lib/core."),
+        Reply::Text("1 file, in ."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
+    assert!(run
+        .stderr
+        .contains("the answer copies the task's example before looking; asking the model to look"));
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 4);
+    let note = chats[1].last_content();
+    assert!(
+        note.starts_with("[turn: your answer copies the example the task gives (\"5 files, most in lib/core\"): no tool has looked"),
+        "{note}"
+    );
+    assert!(
+        note.ends_with(&format!("\n\nThe task: {TREE_TASK}")),
+        "{note}"
+    );
+    // The note asks for a call, and the request after it requires one; no other does.
+    assert_eq!(chats[1].body["tool_choice"], "required");
+    for i in [0, 2, 3] {
+        assert_eq!(chats[i].body.get("tool_choice"), None, "request {i}");
+    }
+    // Copied again after a look: the model is told to answer from the results, with no call
+    // required; its next answer is final.
+    assert!(run
+        .stderr
+        .contains("the answer copies the task's example; asking the model to answer from what the tools showed"));
+    assert!(chats[3]
+        .last_content()
+        .contains("the example only shows the form of the answer"));
+    assert_eq!(run.stdout.lines().last(), Some("1 file, in ."));
+}
+
+#[test]
+fn a_server_that_refuses_tool_choice_gets_the_request_without_it() {
+    let ws = Workspace::new();
+    let refusal = Reply::Raw {
+        status: 400,
+        headers: vec![],
+        body: "{\"error\":{\"message\":\"Unrecognized request argument supplied: tool_choice\"}}"
+            .into(),
+    };
+    let mock = Mock::start(vec![
+        Reply::Text("5 files, most in lib/core"),
+        refusal,
+        Reply::Text("I looked: 1 file."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
+    assert_eq!(run.stdout.lines().last(), Some("I looked: 1 file."));
+    let chats = mock.chats();
+    assert_eq!(chats[1].body["tool_choice"], "required");
+    assert_eq!(chats[2].body.get("tool_choice"), None);
+    assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
+}
+
+#[test]
+fn a_command_the_task_says_to_run_is_run_by_turn_when_the_model_answers_without_it() {
+    let ws = Workspace::new();
+    ws.write("check.sh", "echo checked >> log.txt; echo ALL GOOD\n");
+    let task = "Fix notes.txt, then make sure the checks pass (`sh check.sh`).";
+    let mock = Mock::start(vec![
+        bash("sh check.sh"),
+        calls(&[(
+            "write_file",
+            json!({"path": "notes.txt", "content": "fixed\n"}),
+        )]),
+        Reply::Text("Done, the checks pass."),
+        Reply::Text("Done: notes.txt is fixed and the checks pass."),
+    ]);
+    let run = turn_in(&ws, &mock, false, &["--json", "--no-preload", task]).expect(0);
+    // The check ran before the change, so turn runs it again after the answer.
+    assert_eq!(ws.read("log.txt"), "checked\nchecked\n");
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 4);
+    let messages = chats[3].messages();
+    let n = messages.len();
+    assert_eq!(messages[n - 4]["content"], "Done, the checks pass.");
+    let call = &messages[n - 3]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "bash");
+    assert_eq!(
+        call["arguments"],
+        json!({"command": "sh check.sh"}).to_string()
+    );
+    assert_eq!(messages[n - 2]["content"], "ALL GOOD\n");
+    let note = messages[n - 1]["content"].as_str().unwrap();
+    assert!(
+        note.starts_with("[turn: the task says to run `sh check.sh`, and it had not run since the last change, so turn ran it"),
+        "{note}"
+    );
+    assert_eq!(chats[3].body.get("tool_choice"), None);
+    let events: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let origins: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| e["origin"].as_str().unwrap())
+        .collect();
+    assert_eq!(origins, ["native", "native", "turn"]);
+    assert_eq!(
+        events.last().unwrap()["text"],
+        "Done: notes.txt is fixed and the checks pass."
+    );
+    assert_eq!(events.last().unwrap()["type"], "done");
+}
+
+#[test]
+fn a_command_the_task_says_to_run_that_ran_after_the_last_change_is_not_run_again() {
+    let ws = Workspace::new();
+    ws.write("check.sh", "echo checked >> log.txt\n");
+    let task = "Fix notes.txt, then make sure the checks pass (`sh check.sh`).";
+    let mock = Mock::start(vec![
+        calls(&[(
+            "write_file",
+            json!({"path": "notes.txt", "content": "fixed\n"}),
+        )]),
+        bash("sh check.sh"),
+        Reply::Text("Done, the checks pass."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
+    assert_eq!(ws.read("log.txt"), "checked\n");
+    assert_eq!(mock.chats().len(), 3);
+    assert!(!run.stderr.contains("turn runs it"), "{}", run.stderr);
+}

@@ -396,3 +396,61 @@ fn credentials_in_the_base_url_are_never_shown() {
         &format!("cannot reach http://***@127.0.0.1:{port}/v1/chat/completions"),
     );
 }
+
+/// A JSON chat response with `message`, kept alive (no `Connection: close`).
+fn kept_alive(stream: &mut TcpStream, message: serde_json::Value) -> std::io::Result<()> {
+    let body = json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]});
+    let body = body.to_string();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())
+}
+
+#[test]
+fn a_kept_alive_connection_the_server_drops_is_replaced_at_once() {
+    // The server answers the first request and keeps the connection, then drops it when the
+    // next request comes on it (as llama-server does with one idle for 5 s): turn sends that
+    // request again at once on a new connection, with no retry notice and no wait.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let count = Arc::new(Mutex::new(0));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { continue };
+            let count = count.clone();
+            std::thread::spawn(move || {
+                while read_request(&stream).is_some() {
+                    let n = {
+                        let mut count = count.lock().unwrap();
+                        *count += 1;
+                        *count
+                    };
+                    let call = json!({"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function",
+                         "function": {"name": "bash", "arguments": "{\"command\": \"echo hi\"}"}}]});
+                    let sent = match n {
+                        1 => kept_alive(&mut stream, call),
+                        2 => return, // dropped, no response
+                        _ => {
+                            kept_alive(&mut stream, json!({"role": "assistant", "content": "done"}))
+                        }
+                    };
+                    if sent.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let started = Instant::now();
+    let run = against(&url, &["--no-stream"]).expect(0);
+    assert_eq!(run.stdout.trim(), "done");
+    assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "no wait before the new try"
+    );
+}

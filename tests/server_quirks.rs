@@ -178,6 +178,32 @@ fn an_error_event_inside_the_stream() {
 }
 
 #[test]
+fn a_cache_that_ran_out_of_room_mid_reply_is_tried_again_then_ends_the_run() {
+    // llama-server, when its slots' shared cache is full while it generates (measured: a
+    // reply turn had cut as a loop was still being generated beside the next request).
+    let full = || {
+        Reply::Sse(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Le\"}}]}\n\n\
+             data: {\"error\":{\"code\":500,\"message\":\"Context size has been exceeded.\",\"type\":\"server_error\"}}\n\n"
+                .into(),
+        )
+    };
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![full(), Reply::Text("room again")]);
+    let run = go(&ws, &mock, &["go"]).expect(0);
+    assert_eq!(run.stdout.lines().last(), Some("room again"));
+    assert_has(
+        &run.stderr,
+        "server error: Context size has been exceeded. (its cache is shared with other requests); retrying in 1s (try 2 of 3)",
+    );
+    // Still full after three tries: the error ends the run.
+    let mock = Mock::start(vec![full(), full(), full(), Reply::Text("never")]);
+    let run = go(&ws, &mock, &["go"]).expect(1);
+    assert_eq!(mock.chats().len(), 3);
+    assert_has(&run.stderr, "server error: Context size has been exceeded.");
+}
+
+#[test]
 fn a_server_that_ignores_stream_true_still_works() {
     let ws = Workspace::new();
     let body = json!({"choices": [{"message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}]});

@@ -16,6 +16,7 @@ pub mod declared;
 pub mod definitions;
 mod files;
 pub use files::{is_rewrite, splice_definitions};
+pub use shell::is_program;
 pub mod mcp;
 pub mod nearmatch;
 pub mod replace;

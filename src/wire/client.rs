@@ -71,6 +71,8 @@ struct Refused {
     max_tokens: bool,
     /// Neither name of the reply budget is accepted.
     budget: bool,
+    /// `tool_choice` is refused (or `"required"` is not one of its values here).
+    tool_choice: bool,
 }
 
 /// How long a probe of the server (`Client::probe`) may take.
@@ -90,6 +92,9 @@ pub struct Request<'a> {
     pub max_tokens: Option<u64>,
     /// OpenAI's `response_format`, e.g. a `json_schema` for --output-schema.
     pub response_format: Option<&'a Value>,
+    /// Whether the reply must call a tool (`tool_choice: "required"`; only with `tools`).
+    /// A server that refuses the field gets the request again without it.
+    pub require_call: bool,
 }
 
 #[derive(Serialize)]
@@ -109,6 +114,8 @@ struct Payload<'a> {
     max_completion_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
 }
 
 impl Client {
@@ -229,9 +236,40 @@ impl Client {
         new_id: &mut dyn FnMut() -> String,
         reporter: &mut dyn Reporter,
     ) -> Result<Reply> {
+        let mut tries = 1;
+        loop {
+            match self.complete_once(request, new_id, reporter) {
+                // llama-server's slots share one cache: a reply still being generated for a
+                // request turn gave up on (a loop it cut) can take the room this one needs,
+                // until the server sees the closed connection. A little later there is room.
+                Err(Error::Api {
+                    status: None,
+                    message,
+                }) if failure::cache_full(&message) && tries < ATTEMPTS => {
+                    let notice = format!(
+                        "server error: {message} (its cache is shared with other requests); \
+                         retrying in {tries}s (try {} of {ATTEMPTS})",
+                        tries + 1
+                    );
+                    reporter.report(Event::Notice(&notice));
+                    sleep(Duration::from_secs(tries as u64))?;
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One request for the model's next message.
+    fn complete_once(
+        &self,
+        request: &Request,
+        new_id: &mut dyn FnMut() -> String,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Reply> {
         let until = self.until();
         // A server that refuses an optional field (the usage in streams, the reply budget or
-        // its name) gets the request again without it; each field can be refused once.
+        // its name, `tool_choice`) gets the request again without it; each field can be refused once.
         let response = loop {
             let refused = self.refused.get();
             let budget = request.max_tokens.filter(|_| !refused.budget);
@@ -246,6 +284,10 @@ impl Client {
                 max_tokens: budget.filter(|_| !refused.max_tokens),
                 max_completion_tokens: budget.filter(|_| refused.max_tokens),
                 response_format: request.response_format,
+                tool_choice: (request.require_call
+                    && request.tools.is_some()
+                    && !refused.tool_choice)
+                    .then_some("required"),
             };
             let body = serde_json::to_vec(&body)
                 .map_err(|e| Error::Protocol(format!("cannot encode the request: {e}")))?;
@@ -295,6 +337,8 @@ impl Client {
         let lower = message.to_ascii_lowercase();
         if lower.contains("stream_options") && sent("stream_options") {
             refused.stream_options = true;
+        } else if lower.contains("tool_choice") && sent("tool_choice") {
+            refused.tool_choice = true;
         } else if lower.contains("max_completion_tokens")
             && sent("max_tokens")
             && !refused.max_tokens
@@ -344,10 +388,20 @@ impl Client {
     ) -> Result<Response<Body>> {
         let url = format!("{}{path}", self.base_url);
         let mut attempt = 1;
+        // A kept-alive connection the server closed while it sat in the pool (llama-server
+        // closes idle ones after 5 s) fails the request as it is sent: the first such failure
+        // is tried again at once, on a new connection, without a notice or a try counted.
+        let mut fresh = false;
         loop {
             let (error, after) = match self.try_once(&url, body, until) {
                 Try::Done(response) => return Ok(response),
                 Try::Fail(error) => return Err(error),
+                Try::Stale(_) if !fresh => {
+                    fresh = true;
+                    continue;
+                }
+                Try::Stale(error) if attempt == ATTEMPTS => return Err(error),
+                Try::Stale(error) => (error, None),
                 Try::Again(error, _) if attempt == ATTEMPTS => return Err(error),
                 Try::Again(error, after) => (error, after),
             };
@@ -522,6 +576,9 @@ enum Try {
     Done(Response<Body>),
     /// Worth another try, after the server's Retry-After seconds if it sent them.
     Again(Error, Option<u64>),
+    /// The connection was dropped or reset with no response: worth another try, and at once
+    /// the first time (a pooled connection the server had closed).
+    Stale(Error),
     Fail(Error),
 }
 
@@ -529,6 +586,10 @@ enum Try {
 /// not resolve, a TLS failure or a failing proxy will not.
 fn transport_error(url: &str, error: ureq::Error, proxy: Option<&network::Proxy>) -> Try {
     use ureq::Error as E;
+    let stale = matches!(&error, E::Io(io) if matches!(
+        io.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::UnexpectedEof
+    ));
     let passing = match &error {
         E::Io(io) => matches!(
             io.kind(),
@@ -543,6 +604,7 @@ fn transport_error(url: &str, error: ureq::Error, proxy: Option<&network::Proxy>
         _ => false,
     };
     match network::explain(&error, url, proxy) {
+        error @ Error::Connect { .. } if stale => Try::Stale(error),
         error @ Error::Connect { .. } if passing => Try::Again(error, None),
         error => Try::Fail(error),
     }

@@ -37,6 +37,17 @@ pub fn retryable(status: u16, message: &str) -> bool {
     }
 }
 
+/// Whether an error that came inside a reply says the server's cache ran out of room while
+/// it generated: llama-server's "Context size has been exceeded." (its slots share one
+/// cache, so a reply still running for another request can take the room). The request
+/// itself fit, or the server would have refused it before generating; trying again later
+/// can pass.
+pub fn cache_full(message: &str) -> bool {
+    message
+        .to_ascii_lowercase()
+        .contains("context size has been exceeded")
+}
+
 /// Whether an error message says the server could not parse or render the request.
 pub fn about_the_request(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
