@@ -117,10 +117,22 @@ struct Note {
     notice: &'static str,
     /// What the model reads.
     text: String,
-    /// Whether the note asks for a call, so the next request requires one.
+    /// Whether the next request requires a call (`tool_choice: "required"`).
     call: bool,
     /// A command the task says to run, which turn runs itself before the note.
     run: Option<String>,
+}
+
+impl Note {
+    /// A note that requires no call and runs nothing.
+    fn new(notice: &'static str, text: String) -> Option<Note> {
+        Some(Note {
+            notice,
+            text,
+            call: false,
+            run: None,
+        })
+    }
 }
 
 /// Everything that stays the same from one request to the next.
@@ -182,10 +194,9 @@ impl Agent<'_> {
         // included).
         let mut ran: Vec<String> = Vec::new();
         let mut last_result = String::new();
-        // Whether the next reply must call a tool: after a note that asks for a call, a small
-        // model at temperature 0 tends to give the same answer again; `tool_choice:
-        // "required"` makes a server that honors it (llama-server, vLLM, OpenAI) hold the
-        // model to a call.
+        // Whether the next reply must call a tool: told to look before answering, a small model
+        // at temperature 0 tends to give the same answer again; `tool_choice: "required"`
+        // makes a server that honors it (llama-server, vLLM, OpenAI) hold the model to a call.
         let mut require_call = false;
         // The main loop: one model request per pass.
         let text = loop {
@@ -333,56 +344,55 @@ impl Agent<'_> {
 
     /// The note for an answer, called no tool, that leaves the task undone: it begins a call
     /// it does not finish, hands over commands or code when nothing was written, repeats a
-    /// result, copies the task's example before any tool looked, or comes before a command
-    /// the task says to run has run. None: it is an answer.
+    /// result, copies the task's example, or comes before a command the task says to run has
+    /// run. None: it is an answer.
     fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<Note> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
-        let calling = |notice, text| {
-            Some(Note {
-                notice,
-                text,
-                call: true,
-                run: None,
-            })
-        };
         if let Some(tool) = textcalls::unfinished_call(text, &names) {
-            let notice = "the answer begins a tool call it does not finish; asking the model to write it whole";
-            return calling(notice, unfinished_note(tool, task));
+            return Note::new(
+                "the answer begins a tool call it does not finish; asking the model to write it whole",
+                unfinished_note(tool, task),
+            );
         }
         if !done.changed && textcalls::hands_over_commands(text) {
-            let notice =
-                "the answer shows commands or code but called no tool; asking the model to act";
-            return calling(notice, act_note(true, task, text));
+            return Note::new(
+                "the answer shows commands or code but called no tool; asking the model to act",
+                act_note(true, task, text),
+            );
         }
         if textcalls::echoes_result(text, done.last_result) {
-            // The task may be done: the model may answer.
-            return Some(Note {
-                notice: "the answer repeats a tool's result; asking the model to go on",
-                text: act_note(false, task, text),
-                call: false,
-                run: None,
-            });
+            return Note::new(
+                "the answer repeats a tool's result; asking the model to go on",
+                act_note(false, task, text),
+            );
         }
         if let Some(example) = answer::copies_example(text, task) {
-            if !done.looked {
-                let notice =
-                    "the answer copies the task's example before looking; asking the model to look";
-                return calling(notice, example_note(example, false, task));
+            if done.looked {
+                // The tools' results may well say the example is the answer.
+                return Note::new(
+                    "the answer copies the task's example; asking the model to answer from what the tools showed",
+                    example_note(example, true, task),
+                );
             }
-            // The tools' results may well say the example is the answer: no call is required.
+            // Nothing was looked at: the next reply must call a tool. Only here, where the
+            // model has made no call this turn: on llama-server a required call is one the
+            // model must reach after whatever text it writes first, and the 1.5B model,
+            // held to it after its text, wrote newlines until it was cut as a loop.
             return Some(Note {
-                notice: "the answer copies the task's example; asking the model to answer from what the tools showed",
-                text: example_note(example, true, task),
-                call: false,
-                run: None,
+                call: true,
+                ..Note::new(
+                    "the answer copies the task's example before looking; asking the model to look",
+                    example_note(example, false, task),
+                )?
             });
         }
         let command = answer::unrun_command(task, done.ran, |w| tools::is_program(&self.tools, w))?;
         Some(Note {
-            notice: "the task says to run a command that has not run since the last change; turn runs it",
-            text: unrun_note(command, task),
-            call: false,
             run: Some(command.to_string()),
+            ..Note::new(
+                "the task says to run a command that has not run since the last change; turn runs it",
+                unrun_note(command, task),
+            )?
         })
     }
 
