@@ -86,18 +86,29 @@ fn example_note(example: &str, looked: bool, task: &str) -> String {
     )
 }
 
-/// What the model reads after it answered before running the `command` the task says to
-/// run, and turn ran it (its result stands right before this note).
-fn unrun_note(command: &str, task: &str) -> String {
+/// What the model reads when it answered before running the `command` the task says to run:
+/// turn runs it next, as a call of its own (a user message between the answer and that call
+/// keeps the roles taking turns, as strict chat templates demand).
+fn unrun_note(command: &str) -> String {
     format!(
-        "[turn: the task says to run `{command}`, and it had not run since the last change, so \
-         turn ran it: its output is above. If it shows an error or a failure, the task is not \
-         done: fix it with the tools. If it shows success, answer in one or two sentences.]{}",
+        "[turn: the task says to run `{command}`, and it has not run since the last change, so \
+         turn runs it now.]"
+    )
+}
+
+/// What the model reads after turn ran the command the task gives (its result stands right
+/// before this note).
+fn ran_note(task: &str) -> String {
+    format!(
+        "[turn: the output of the command the task gives is above. If it shows an error or a \
+         failure, the task is not done: fix it with the tools. If it shows success, answer in \
+         one or two sentences.]{}",
         restated(task)
     )
 }
 
-/// Most notes (`act_note`, `unfinished_note`, `example_note`, `unrun_note`) one turn gets.
+/// Most notes (`act_note`, `unfinished_note`, `example_note`, `unrun_note` with `ran_note`)
+/// one turn gets.
 const MAX_ACT_NOTES: u32 = 2;
 
 /// What a turn has done so far, for judging its answer (see Agent::answer_note).
@@ -119,7 +130,8 @@ struct Note {
     text: String,
     /// Whether the next request requires a call (`tool_choice: "required"`).
     call: bool,
-    /// A command the task says to run, which turn runs itself before the note.
+    /// A command the task says to run, which turn runs itself after the note (and another
+    /// note after its result).
     run: Option<String>,
 }
 
@@ -270,13 +282,14 @@ impl Agent<'_> {
                     require_call = call;
                     noted = Some(text.to_string());
                     reporter.report(Event::Notice(notice));
+                    push(history, Message::user(note), reporter);
                     if let Some(command) = run {
                         let arguments = json!({ "command": command }).to_string();
                         let output = self.own_call("bash", arguments, 1, history, reporter);
                         last_result = output.text;
                         ran.push(command);
+                        push(history, Message::user(ran_note(task)), reporter);
                     }
-                    push(history, Message::user(note), reporter);
                     continue;
                 }
                 if reply.content.is_none() {
@@ -391,7 +404,7 @@ impl Agent<'_> {
             run: Some(command.to_string()),
             ..Note::new(
                 "the task says to run a command that has not run since the last change; turn runs it",
-                unrun_note(command, task),
+                unrun_note(command),
             )?
         })
     }

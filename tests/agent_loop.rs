@@ -541,21 +541,38 @@ fn a_command_the_task_says_to_run_is_run_by_turn_when_the_model_answers_without_
     assert_eq!(ws.read("log.txt"), "checked\nchecked\n");
     let chats = mock.chats();
     assert_eq!(chats.len(), 4);
+    // The roles take turns: the answer, a note, turn's call, its result, a note.
     let messages = chats[3].messages();
-    let n = messages.len();
-    assert_eq!(messages[n - 4]["content"], "Done, the checks pass.");
-    let call = &messages[n - 3]["tool_calls"][0]["function"];
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    let at = messages
+        .iter()
+        .position(|m| m["content"] == "Done, the checks pass.")
+        .unwrap();
+    assert_eq!(
+        roles[at..],
+        ["assistant", "user", "assistant", "tool", "user"],
+        "{messages:#?}"
+    );
+    assert_eq!(
+        messages[at + 1]["content"],
+        "[turn: the task says to run `sh check.sh`, and it has not run since the last change, so turn runs it now.]"
+    );
+    let call = &messages[at + 2]["tool_calls"][0]["function"];
     assert_eq!(call["name"], "bash");
     assert_eq!(
         call["arguments"],
         json!({"command": "sh check.sh"}).to_string()
     );
-    assert_eq!(messages[n - 2]["content"], "ALL GOOD\n");
-    let note = messages[n - 1]["content"].as_str().unwrap();
+    assert_eq!(messages[at + 3]["content"], "ALL GOOD\n");
+    let note = messages[at + 4]["content"].as_str().unwrap();
     assert!(
-        note.starts_with("[turn: the task says to run `sh check.sh`, and it had not run since the last change, so turn ran it"),
+        note.starts_with("[turn: the output of the command the task gives is above."),
         "{note}"
     );
+    assert!(note.ends_with(&format!("\n\nThe task: {task}")), "{note}");
     assert_eq!(chats[3].body.get("tool_choice"), None);
     let events: Vec<serde_json::Value> = run
         .stdout
