@@ -70,6 +70,17 @@ fn unfinished_note(tool: &str, task: &str) -> String {
     )
 }
 
+/// What the model reads when it answers after its `tool` call on `path` failed with `error`
+/// and no change to that file worked since.
+fn failed_note(tool: &str, path: &str, error: &str, task: &str) -> String {
+    format!(
+        "[turn: your {tool} of {path} failed ({error}), and no change to {path} has worked \
+         since, so it is as it was: the task is not done. Make the change now: call {tool} \
+         again, right this time, or write_file with the whole new text of {path}.]{}",
+        restated(task)
+    )
+}
+
 /// What the model reads when its answer copies the task's `example`: before any tool
 /// `looked`, or after (small models copy the example over what their tools showed).
 fn example_note(example: &str, looked: bool, task: &str) -> String {
@@ -120,6 +131,9 @@ struct Done<'a> {
     last_result: &'a str,
     /// The commands bash ran.
     ran: &'a [String],
+    /// A write_file or edit_file that failed for its arguments (`tools::fixable`), and no
+    /// change to its file has worked since: (tool, path, the error's first sentence).
+    failed: Option<&'a (String, String, String)>,
 }
 
 /// A note for an answer that is no answer (see Agent::answer_note).
@@ -133,6 +147,8 @@ struct Note {
     /// A command the task says to run, which turn runs itself after the note (and another
     /// note after its result).
     run: Option<String>,
+    /// Whether the note is about the failed change (`Done::failed`): one note a failure.
+    failure: bool,
 }
 
 impl Note {
@@ -143,6 +159,7 @@ impl Note {
             text,
             call: false,
             run: None,
+            failure: false,
         })
     }
 }
@@ -205,6 +222,9 @@ impl Agent<'_> {
         // The commands bash ran this turn since the last write_file or edit_file (turn's own
         // included).
         let mut ran: Vec<String> = Vec::new();
+        // The last write_file or edit_file that failed for its arguments, until a change to its
+        // file works.
+        let mut failed: Option<(String, String, String)> = None;
         let mut last_result = String::new();
         // Whether the next reply must call a tool: told to look before answering, a small model
         // at temperature 0 tends to give the same answer again; `tool_choice: "required"`
@@ -267,6 +287,7 @@ impl Agent<'_> {
                     looked,
                     last_result: &last_result,
                     ran: &ran,
+                    failed: failed.as_ref(),
                 };
                 let note = (self.protocol.reads_text_calls() && asked < MAX_ACT_NOTES && !again)
                     .then(|| self.answer_note(text, task, &done))
@@ -276,9 +297,13 @@ impl Agent<'_> {
                     text: note,
                     call,
                     run,
+                    failure,
                 }) = note
                 {
                     asked += 1;
+                    if failure {
+                        failed = None;
+                    }
                     require_call = call;
                     noted = Some(text.to_string());
                     reporter.report(Event::Notice(notice));
@@ -324,11 +349,25 @@ impl Agent<'_> {
                     _ => self.run_tool(name, arguments, reply.calls.len()),
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
-                if output.ok && matches!(name, "write_file" | "edit_file") {
-                    // A command the task says to run checks the work as it is now: one that
-                    // ran before this change has to run again.
-                    changed = true;
-                    ran.clear();
+                if matches!(name, "write_file" | "edit_file") {
+                    let path = path_of(arguments);
+                    if output.ok {
+                        // A command the task says to run checks the work as it is now: one
+                        // that ran before this change has to run again.
+                        changed = true;
+                        ran.clear();
+                        if failed.as_ref().is_some_and(|(_, p, _)| *p == path) {
+                            failed = None;
+                        }
+                    } else if tools::fixable(&output.text) {
+                        // The error's first sentence: what follows shows the file, which
+                        // the result the model just read holds already.
+                        let error = output.text.lines().next().unwrap_or_default();
+                        let error = error.trim_start_matches("Error: ");
+                        let error = error.split(". ").next().unwrap_or_default();
+                        let error = error.trim_end_matches(['.', ':']);
+                        failed = Some((name.to_string(), path, error.chars().take(300).collect()));
+                    }
                 }
                 looked = true;
                 if name == "bash" {
@@ -361,6 +400,10 @@ impl Agent<'_> {
     /// run. None: it is an answer.
     fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<Note> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+        // An answer that copies a note's restatement of the task is judged without it (the
+        // 1.5B model began its answer with "The task: …", then the example).
+        let echo = restated(task);
+        let text = &text.replacen(echo.trim_start(), "", 1);
         if let Some(tool) = textcalls::unfinished_call(text, &names) {
             return Note::new(
                 "the answer begins a tool call it does not finish; asking the model to write it whole",
@@ -372,6 +415,15 @@ impl Agent<'_> {
                 "the answer shows commands or code but called no tool; asking the model to act",
                 act_note(true, task, text),
             );
+        }
+        if let Some((tool, path, error)) = done.failed {
+            return Some(Note {
+                failure: true,
+                ..Note::new(
+                    "the answer comes after a change that failed and was not made since; asking the model to make it",
+                    failed_note(tool, path, error, task),
+                )?
+            });
         }
         if textcalls::echoes_result(text, done.last_result) {
             return Note::new(
@@ -784,6 +836,12 @@ fn answer(
         elided: output.elided,
         origin,
     });
+}
+
+/// The path of a file tool's arguments ("" when they hold none).
+fn path_of(arguments: &str) -> String {
+    let value: Value = serde_json::from_str(arguments).unwrap_or_default();
+    value["path"].as_str().unwrap_or_default().to_string()
 }
 
 /// The command of a bash call's arguments, if they hold one.

@@ -445,6 +445,7 @@ fn a_chat_template_tag_for_a_file_s_whole_content_is_refused() {
             json!({"path": "test_x.py", "content": "<tool_response>"}),
         )]),
         Reply::Text("ok"),
+        Reply::Text("I could not write it."),
     ]);
     turn_in(&ws, &mock, true, &["--no-preload", "add a test"]).expect(0);
     assert_eq!(ws.read("test_x.py"), "import unittest\n");
@@ -452,6 +453,12 @@ fn a_chat_template_tag_for_a_file_s_whole_content_is_refused() {
     assert!(
         result.starts_with("Error: content is only the tag <tool_response>, not the file's text"),
         "{result}"
+    );
+    // The answer after the refused write is told the file is as it was.
+    let note = mock.chats()[2].last_content();
+    assert!(
+        note.starts_with("[turn: your write_file of test_x.py failed (content is only the tag <tool_response>, not the file's text; nothing was written)"),
+        "{note}"
     );
 }
 
@@ -609,4 +616,94 @@ fn a_command_the_task_says_to_run_that_ran_after_the_last_change_is_not_run_agai
     assert_eq!(ws.read("log.txt"), "checked\n");
     assert_eq!(mock.chats().len(), 3);
     assert!(!run.stderr.contains("turn runs it"), "{}", run.stderr);
+}
+
+#[test]
+fn an_answer_after_a_change_that_failed_and_was_not_made_since_is_asked_to_make_it() {
+    let ws = Workspace::new();
+    ws.write("notes.txt", "old\n");
+    let task = "Change old to new in notes.txt.";
+    let failing = || {
+        calls(&[(
+            "edit_file",
+            json!({"path": "notes.txt", "old_text": "nowhere", "new_text": "new"}),
+        )])
+    };
+    let mock = Mock::start(vec![
+        failing(),
+        Reply::Text("Done, notes.txt says new."),
+        calls(&[(
+            "edit_file",
+            json!({"path": "notes.txt", "old_text": "old", "new_text": "new"}),
+        )]),
+        Reply::Text("Done now."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
+    assert_eq!(ws.read("notes.txt"), "new\n");
+    assert!(run.stderr.contains(
+        "the answer comes after a change that failed and was not made since; asking the model to make it"
+    ));
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 4);
+    let note = chats[2].last_content();
+    assert!(
+        note.starts_with("[turn: your edit_file of notes.txt failed (old_text was not found in notes.txt), and no change to notes.txt has worked since"),
+        "{note}"
+    );
+    assert!(note.ends_with(&format!("\n\nThe task: {task}")), "{note}");
+    // Once a change to the file worked, the answer is final.
+    assert_eq!(run.stdout.lines().last(), Some("Done now."));
+}
+
+#[test]
+fn a_failed_change_put_right_since_lets_the_answer_stand() {
+    let ws = Workspace::new();
+    ws.write("notes.txt", "old\n");
+    let mock = Mock::start(vec![
+        calls(&[(
+            "write_file",
+            json!({"path": "notes.txt", "content": "<tool_response>"}),
+        )]),
+        calls(&[(
+            "write_file",
+            json!({"path": "notes.txt", "content": "new\n"}),
+        )]),
+        Reply::Text("Done."),
+    ]);
+    let run = turn_in(
+        &ws,
+        &mock,
+        true,
+        &["--no-preload", "Make notes.txt say new."],
+    )
+    .expect(0);
+    assert_eq!(ws.read("notes.txt"), "new\n");
+    assert_eq!(mock.chats().len(), 3);
+    assert!(
+        !run.stderr.contains("failed and was not made"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn an_answer_that_echoes_the_restated_task_is_judged_without_it() {
+    let ws = Workspace::new();
+    // The 1.5B model, after a note: the task restated, then the example.
+    let echo: &'static str = Box::leak(
+        format!("The task: {TREE_TASK}\n\nThe answer is 5 files, most in lib/core.")
+            .into_boxed_str(),
+    );
+    let mock = Mock::start(vec![
+        Reply::Text("5 files, most in lib/core"),
+        bash("ls | wc -l"),
+        Reply::Text(echo),
+        Reply::Text("0 files."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
+    assert!(run
+        .stderr
+        .contains("the answer copies the task's example; asking the model to answer from what the tools showed"));
+    assert_eq!(mock.chats().len(), 4);
+    assert_eq!(run.stdout.lines().last(), Some("0 files."));
 }

@@ -172,6 +172,21 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
     })
 }
 
+/// Whether a write_file or edit_file error is about the call's own arguments, which the model
+/// can put right by calling again (not a refusal of the sandbox, an approval or the file's
+/// kind, which calling again would meet again). Each is one of the errors below.
+pub fn fixable(error: &str) -> bool {
+    const FIXABLE: [&str; 5] = [
+        "content is only the tag",
+        "old_text is empty",
+        "old_text and new_text are the same",
+        "old_text appears",
+        "old_text was not found",
+    ];
+    let error = error.trim_start_matches("Error: ");
+    FIXABLE.iter().any(|start| error.starts_with(start))
+}
+
 /// Refuses writes under `--sandbox read-only`, then asks the approver.
 fn may_write(ctx: &Context, approver: &mut Approver, what: &str) -> Result<(), String> {
     if ctx.read_only {
@@ -467,7 +482,30 @@ fn rewrites(old: &str, new: &str) -> bool {
 
 #[cfg(test)]
 mod rewrite_tests {
-    use super::rewrites;
+    use super::{fixable, rewrites};
+
+    #[test]
+    fn errors_of_the_calls_arguments_are_fixable_and_refusals_are_not() {
+        for error in [
+            "Error: old_text was not found in a.py. The file holds (line number, tab, text):",
+            "Error: old_text appears 2 times in a.py; include more surrounding lines",
+            "Error: old_text and new_text are the same; nothing would change",
+            "old_text is empty; to create a file use write_file",
+            "Error: content is only the tag <tool_response>, not the file's text",
+        ] {
+            assert!(fixable(error), "{error}");
+        }
+        for error in [
+            "Error: the sandbox is read-only (--sandbox read-only): no file can be written",
+            "Error: pipe is not a regular file (a FIFO, socket or device)",
+            "Error: ../x is outside the workspace",
+            "Error: the user declined: write a.py",
+            "Error: a.py is a directory",
+            "",
+        ] {
+            assert!(!fixable(error), "{error}");
+        }
+    }
 
     #[test]
     fn a_whole_file_rewritten_is_told_from_a_snippet() {

@@ -15,7 +15,7 @@ use std::time::Duration;
 pub mod declared;
 pub mod definitions;
 mod files;
-pub use files::{is_rewrite, splice_definitions};
+pub use files::{fixable, is_rewrite, splice_definitions};
 pub use shell::is_program;
 pub mod mcp;
 pub mod nearmatch;
