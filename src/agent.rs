@@ -404,6 +404,17 @@ impl Agent<'_> {
         // 1.5B model began its answer with "The task: …", then the example).
         let echo = restated(task);
         let text = &text.replacen(echo.trim_start(), "", 1);
+        if text.trim().is_empty() {
+            // Nothing at all (measured: the 1.5B model's reply to a note, more than once).
+            return Note::new(
+                "the model answered with nothing; asking it to go on",
+                format!(
+                    "[turn: your reply was empty. Go on with the task: call the next tool, or, \
+                     if the task is done, answer in one or two sentences.]{}",
+                    restated(task)
+                ),
+            );
+        }
         if let Some(tool) = textcalls::unfinished_call(text, &names) {
             return Note::new(
                 "the answer begins a tool call it does not finish; asking the model to write it whole",

@@ -707,3 +707,29 @@ fn an_answer_that_echoes_the_restated_task_is_judged_without_it() {
     assert_eq!(mock.chats().len(), 4);
     assert_eq!(run.stdout.lines().last(), Some("0 files."));
 }
+
+#[test]
+fn an_empty_answer_is_asked_to_go_on_once() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![
+        Reply::Text(""),
+        Reply::Text("Here it is."),
+        Reply::Text(""),
+        Reply::Text(""),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", "TASK-7: say something"]).expect(0);
+    assert_eq!(run.stdout.lines().last(), Some("Here it is."));
+    // The empty assistant message is not sent, so the note joins the task's message.
+    let note = mock.chats()[1].last_content();
+    assert!(
+        note.starts_with("TASK-7: say something\n\n[turn: your reply was empty."),
+        "{note}"
+    );
+    assert!(
+        note.ends_with("\n\nThe task: TASK-7: say something"),
+        "{note}"
+    );
+    // The same empty answer after its note is final.
+    turn_in(&ws, &mock, true, &["--no-preload", "-c", "again"]).expect(0);
+    assert_eq!(mock.chats().len(), 4);
+}
