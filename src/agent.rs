@@ -81,6 +81,15 @@ fn failed_note(tool: &str, path: &str, error: &str, task: &str) -> String {
     )
 }
 
+/// What the model reads when it answered with nothing.
+fn empty_note(task: &str) -> String {
+    format!(
+        "[turn: your reply was empty. Go on with the task: call the next tool, or, if the task \
+         is done, answer in one or two sentences.]{}",
+        restated(task)
+    )
+}
+
 /// What the model reads when its answer copies the task's `example`: before any tool
 /// `looked`, or after (small models copy the example over what their tools showed).
 fn example_note(example: &str, looked: bool, task: &str) -> String {
@@ -118,8 +127,8 @@ fn ran_note(task: &str) -> String {
     )
 }
 
-/// Most notes (`act_note`, `unfinished_note`, `example_note`, `unrun_note` with `ran_note`)
-/// one turn gets.
+/// Most notes (`act_note`, `unfinished_note`, `failed_note`, `empty_note`, `example_note`,
+/// `unrun_note` with `ran_note`) one turn gets.
 const MAX_ACT_NOTES: u32 = 2;
 
 /// What a turn has done so far, for judging its answer (see Agent::answer_note).
@@ -394,10 +403,11 @@ impl Agent<'_> {
         Ok(text)
     }
 
-    /// The note for an answer, called no tool, that leaves the task undone: it begins a call
-    /// it does not finish, hands over commands or code when nothing was written, repeats a
-    /// result, copies the task's example, or comes before a command the task says to run has
-    /// run. None: it is an answer.
+    /// The note for an answer, called no tool, that leaves the task undone: it is empty,
+    /// begins a call it does not finish, hands over commands or code when nothing was
+    /// written, comes after a change that failed for its arguments and was not made since,
+    /// repeats a result, copies the task's example, or comes before a command the task says
+    /// to run has run. None: it is an answer.
     fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<Note> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
         // An answer that copies a note's restatement of the task is judged without it (the
@@ -408,11 +418,7 @@ impl Agent<'_> {
             // Nothing at all (measured: the 1.5B model's reply to a note, more than once).
             return Note::new(
                 "the model answered with nothing; asking it to go on",
-                format!(
-                    "[turn: your reply was empty. Go on with the task: call the next tool, or, \
-                     if the task is done, answer in one or two sentences.]{}",
-                    restated(task)
-                ),
+                empty_note(task),
             );
         }
         if let Some(tool) = textcalls::unfinished_call(text, &names) {

@@ -269,7 +269,8 @@ impl Client {
     ) -> Result<Reply> {
         let until = self.until();
         // A server that refuses an optional field (the usage in streams, the reply budget or
-        // its name, `tool_choice`) gets the request again without it; each field can be refused once.
+        // its name, `tool_choice`) gets the request again without it; each field can be
+        // refused once.
         let response = loop {
             let refused = self.refused.get();
             let budget = request.max_tokens.filter(|_| !refused.budget);
