@@ -282,11 +282,11 @@ impl Agent<'_> {
                     push(history, note, reporter);
                     continue;
                 }
-                // An answer that hands the user commands or code, when nothing was written
-                // this turn, that only repeats a result, that begins a call it does not
-                // finish, that copies the task's example, or that skips a command the task
-                // says to run gets a note and the task again (twice a turn at most; not under
-                // --tool-protocol native, which takes every answer as it is).
+                // An answer that leaves the task undone (see answer_note: empty, commands or
+                // code handed over, a call begun and not finished, after a change that
+                // failed, a result repeated, the task's example copied, a command the task
+                // says to run skipped) gets a note and the task again (twice a turn at most;
+                // not under --tool-protocol native, which takes every answer as it is).
                 let text = reply.content.as_deref().unwrap_or_default();
                 // The same answer again after a note (temperature 0) will not change with
                 // another note: it is final.
