@@ -162,14 +162,14 @@ struct Note {
 
 impl Note {
     /// A note that requires no call and runs nothing.
-    fn new(notice: &'static str, text: String) -> Option<Note> {
-        Some(Note {
+    fn new(notice: &'static str, text: String) -> Note {
+        Note {
             notice,
             text,
             call: false,
             run: None,
             failure: false,
-        })
+        }
     }
 }
 
@@ -359,7 +359,7 @@ impl Agent<'_> {
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
                 if matches!(name, "write_file" | "edit_file") {
-                    let path = path_of(arguments);
+                    let path = string_argument(arguments, "path").unwrap_or_default();
                     if output.ok {
                         // A command the task says to run checks the work as it is now: one
                         // that ran before this change has to run again.
@@ -380,7 +380,7 @@ impl Agent<'_> {
                 }
                 looked = true;
                 if name == "bash" {
-                    ran.extend(command_of(arguments));
+                    ran.extend(string_argument(arguments, "command"));
                 }
                 let verdict = repeats.record(output.ok, name, arguments, &output.text);
                 output.text.extend(repeat::note(&verdict));
@@ -416,22 +416,22 @@ impl Agent<'_> {
         let text = &text.replacen(echo.trim_start(), "", 1);
         if text.trim().is_empty() {
             // Nothing at all (measured: the 1.5B model's reply to a note, more than once).
-            return Note::new(
+            return Some(Note::new(
                 "the model answered with nothing; asking it to go on",
                 empty_note(task),
-            );
+            ));
         }
         if let Some(tool) = textcalls::unfinished_call(text, &names) {
-            return Note::new(
+            return Some(Note::new(
                 "the answer begins a tool call it does not finish; asking the model to write it whole",
                 unfinished_note(tool, task),
-            );
+            ));
         }
         if !done.changed && textcalls::hands_over_commands(text) {
-            return Note::new(
+            return Some(Note::new(
                 "the answer shows commands or code but called no tool; asking the model to act",
                 act_note(true, task, text),
-            );
+            ));
         }
         if let Some((tool, path, error)) = done.failed {
             return Some(Note {
@@ -439,22 +439,22 @@ impl Agent<'_> {
                 ..Note::new(
                     "the answer comes after a change that failed and was not made since; asking the model to make it",
                     failed_note(tool, path, error, task),
-                )?
+                )
             });
         }
         if textcalls::echoes_result(text, done.last_result) {
-            return Note::new(
+            return Some(Note::new(
                 "the answer repeats a tool's result; asking the model to go on",
                 act_note(false, task, text),
-            );
+            ));
         }
         if let Some(example) = answer::copies_example(text, task) {
             if done.looked {
                 // The tools' results may well say the example is the answer.
-                return Note::new(
+                return Some(Note::new(
                     "the answer copies the task's example; asking the model to answer from what the tools showed",
                     example_note(example, true, task),
-                );
+                ));
             }
             // Nothing was looked at: the next reply must call a tool. Only here, where the
             // model has made no call this turn: on llama-server a required call is one the
@@ -465,7 +465,7 @@ impl Agent<'_> {
                 ..Note::new(
                     "the answer copies the task's example before looking; asking the model to look",
                     example_note(example, false, task),
-                )?
+                )
             });
         }
         let command = answer::unrun_command(task, done.ran, |w| tools::is_program(&self.tools, w))?;
@@ -474,7 +474,7 @@ impl Agent<'_> {
             ..Note::new(
                 "the task says to run a command that has not run since the last change; turn runs it",
                 unrun_note(command),
-            )?
+            )
         })
     }
 
@@ -855,16 +855,11 @@ fn answer(
     });
 }
 
-/// The path of a file tool's arguments ("" when they hold none).
-fn path_of(arguments: &str) -> String {
-    let value: Value = serde_json::from_str(arguments).unwrap_or_default();
-    value["path"].as_str().unwrap_or_default().to_string()
-}
-
-/// The command of a bash call's arguments, if they hold one.
-fn command_of(arguments: &str) -> Option<String> {
+/// The string argument `key` of a call's arguments (a bash call's `command`, a file tool's
+/// `path`), if they hold one.
+fn string_argument(arguments: &str, key: &str) -> Option<String> {
     let value: Value = serde_json::from_str(arguments).ok()?;
-    Some(value.get("command")?.as_str()?.to_string())
+    Some(value.get(key)?.as_str()?.to_string())
 }
 
 /// `call_` and 24 letters or digits, for calls the server sent without a usable id. Random per
