@@ -520,18 +520,23 @@ pub fn cut(reply: &Reply) -> Option<&'static str> {
 /// What the model is told of a cut reply: as the result of the call that was cut (`call`),
 /// or as a note when it called nothing.
 pub fn cut_note(why: &str, call: bool) -> String {
-    let (prefix, what) = if call {
+    // Not "say it again": told so, the 1.5B model repeated the task's text as its answer.
+    let (prefix, what, next) = if call {
         (
             "Error: not run. ",
             "this tool call was cut off before it was complete",
+            "If you still need it, call it again with shorter arguments",
         )
     } else {
-        (planner::NOTE, "it is not complete")
+        (
+            planner::NOTE,
+            "it is not complete",
+            "Go on with the task in shorter replies",
+        )
     };
     format!(
-        "{prefix}Your last reply was cut short ({why}), so {what}. Say it again, shorter: one \
-         tool call at a time, small files or edit_file for parts of large ones, and no \
-         repeated lines."
+        "{prefix}Your last reply was cut short ({why}), so {what}. {next}: one tool call at a \
+         time, small files or edit_file for parts of large ones, and no repeated lines."
     )
 }
 
