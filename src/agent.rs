@@ -27,11 +27,27 @@ use std::hash::{BuildHasher, Hasher};
 /// (`hands_over`), or repeated a tool's result: the task again, since a small model takes the
 /// latest user message for the task (measured on Qwen2.5-Coder-1.5B: "Please provide the
 /// task" after a note without it).
-fn act_note(hands_over: bool, task: &str, answer: &str) -> String {
+fn act_note(
+    hands_over: bool,
+    task: &str,
+    answer: &str,
+    is_program: impl Fn(&str) -> bool,
+) -> String {
     // The commands the answer showed, offered back as the call that runs them: a small model
-    // copies a call it is shown far more often than it writes one.
+    // copies a call it is shown far more often than it writes one. Only when the block starts
+    // with a command: the 1.5B model's blocks held `read_file mathutil.py` and a sentence of
+    // the task, and were offered back as commands.
+    let command = |commands: &String| {
+        let first = commands
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.starts_with('#'))
+            .and_then(|line| line.split_whitespace().next())
+            .unwrap_or_default();
+        SHELL_WORDS.contains(&first) || is_program(first)
+    };
     let offer = match textcalls::shell_block(answer).filter(|_| hands_over) {
-        Some(commands) if commands.len() <= 2000 => format!(
+        Some(commands) if commands.len() <= 2000 && command(&commands) => format!(
             " To run the commands you showed, reply with only this call:\n{}",
             json!({"name": "bash", "arguments": {"command": commands}})
         ),
@@ -53,6 +69,12 @@ fn act_note(hands_over: bool, task: &str, answer: &str) -> String {
     };
     format!("[turn: {what}]{}", restated(task))
 }
+
+/// Shell builtins and keywords a command line may start with, beside programs.
+const SHELL_WORDS: [&str; 14] = [
+    "cd", "echo", "export", "for", "if", "while", "printf", "set", "source", ".", "test", "[", "(",
+    "{",
+];
 
 /// The task again, at the end of a note (its first 2,000 chars).
 fn restated(task: &str) -> String {
@@ -430,7 +452,7 @@ impl Agent<'_> {
         if !done.changed && textcalls::hands_over_commands(text) {
             return Some(Note::new(
                 "the answer shows commands or code but called no tool; asking the model to act",
-                act_note(true, task, text),
+                act_note(true, task, text, |w| tools::is_program(&self.tools, w)),
             ));
         }
         if let Some((tool, path, error)) = done.failed {
@@ -445,7 +467,7 @@ impl Agent<'_> {
         if textcalls::echoes_result(text, done.last_result) {
             return Some(Note::new(
                 "the answer repeats a tool's result; asking the model to go on",
-                act_note(false, task, text),
+                act_note(false, task, text, |_| false),
             ));
         }
         if let Some(example) = answer::copies_example(text, task) {

@@ -151,6 +151,20 @@ fn an_answer_with_a_json_example_and_a_bash_block_runs_nothing() {
 }
 
 #[test]
+fn a_block_line_that_names_a_tool_is_not_offered_back_as_a_command() {
+    let ws = Workspace::new();
+    let answer = "1. Read it:\n   ```bash\n   read_file mathutil.py\n   ```\n2. Then test it.";
+    let mock = Mock::start(vec![Reply::Text(answer), Reply::Text("ok")]);
+    turn_with(&ws, &mock, true, &["--no-preload", "test clamp"]).expect(0);
+    let note = mock.chats()[1].last_content();
+    assert!(
+        note.starts_with("[turn: your reply called no tool, so nothing was run"),
+        "{note}"
+    );
+    assert!(!note.contains("reply with only this call"), "{note}");
+}
+
+#[test]
 fn the_native_protocol_takes_text_as_the_answer() {
     let ws = Workspace::new();
     let mock = Mock::start(vec![Reply::Text(FENCED_CALL)]);
