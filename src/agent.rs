@@ -687,8 +687,11 @@ impl Agent<'_> {
     /// What an answer without calls means to be done, for small models that show it instead
     /// of calling a tool: Python definitions shown in a block, put in place in the one file
     /// that has them (the file the line before names, else any of the workspace's `.py`
-    /// files), as a write_file; else a shell block every line of which the task itself
-    /// gives (`Run \`python3 run_checks.py\``), as a bash call.
+    /// files), as a write_file, or a block that is one of those files written out anew, as
+    /// its write_file; else a script shown for a new file, as its write_file, and the
+    /// command the answer shows to run it (`python3 totals.py`), as a bash call after it;
+    /// else a shell block every line of which the task itself gives (`Run \`python3
+    /// run_checks.py\``), as a bash call.
     fn answer_edits(&self, text: &str, task: &str) -> Vec<textcalls::TextCall> {
         // The workspace's .py files, walked once however many blocks need them.
         let mut python_files: Option<Vec<String>> = None;
@@ -712,13 +715,41 @@ impl Agent<'_> {
                     crate::prompt::files_ending(self.tools.workspace, ".py")
                 }),
             };
-            if let Some((path, content)) =
-                tools::splice_definitions(&self.tools, candidates, &block.body)
-            {
+            let spliced = tools::splice_definitions(&self.tools, candidates, &block.body);
+            // A whole file with no line naming it (measured: "Here's the updated code:" and
+            // all of greet.py with the new flag, from the 1.5B model) is that file rewritten
+            // when it is plainly a rewrite of exactly one of them.
+            let rewritten = || {
+                let mut of = candidates
+                    .iter()
+                    .filter(|path| tools::is_rewrite(&self.tools, path, &block.body));
+                match (of.next(), of.next()) {
+                    (Some(path), None) => Some((path.clone(), block.body.clone())),
+                    _ => None,
+                }
+            };
+            if let Some((path, content)) = spliced.or_else(rewritten) {
                 return vec![textcalls::TextCall {
                     name: "write_file".into(),
                     arguments: json!({ "path": path, "content": content }).to_string(),
                 }];
+            }
+        }
+        // A script shown for a file that is not there yet, and the command the answer shows
+        // to run it: both calls, in order.
+        if let Some(script) = textcalls::new_script(text) {
+            let path = self.tools.workspace.join(&script.path);
+            if std::fs::symlink_metadata(path).is_err() {
+                let write = textcalls::TextCall {
+                    name: "write_file".into(),
+                    arguments: json!({ "path": script.path, "content": script.content })
+                        .to_string(),
+                };
+                let run = script.run.map(|command| textcalls::TextCall {
+                    name: "bash".into(),
+                    arguments: json!({ "command": command }).to_string(),
+                });
+                return std::iter::once(write).chain(run).collect();
             }
         }
         match textcalls::shell_block(text) {

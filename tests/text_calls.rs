@@ -595,6 +595,85 @@ fn a_whole_file_shown_after_its_name_is_written_and_a_snippet_is_not() {
 }
 
 #[test]
+fn a_whole_file_shown_with_no_line_naming_it_is_written_when_it_rewrites_the_one_python_file() {
+    let ws = Workspace::new();
+    let old = "#!/usr/bin/env python3\n\"\"\"Greet.\"\"\"\nimport argparse\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"name\")\n    args = parser.parse_args()\n    print(f\"Hello, {args.name}!\")\n\n\nif __name__ == \"__main__\":\n    main()\n";
+    ws.write("greet.py", old);
+    ws.write("notes.py", "TODO = []\n");
+    let new = old.replace(
+        "    print(f\"Hello, {args.name}!\")",
+        "    print(f\"Hello, {args.name}!\".upper())",
+    );
+    let answer = format!("Here's the updated code:\n\n```python\n{new}```\n\nRun it with `python3 greet.py --shout`.");
+    let mock = Mock::start(vec![
+        Reply::Text(Box::leak(answer.into_boxed_str())),
+        Reply::Text("It shouts now."),
+    ]);
+    let run = turn_with(&ws, &mock, true, &["--no-preload", "make it shout"]).expect(0);
+    assert_eq!(ws.read("greet.py"), new);
+    assert_eq!(ws.read("notes.py"), "TODO = []\n");
+    assert!(run.stderr.contains("[write_file]"), "{}", run.stderr);
+    assert_eq!(
+        mock.chats()[1].last_content(),
+        format!("Overwrote greet.py ({} bytes)", new.len())
+    );
+
+    // Two files it could be a rewrite of: neither is written, and the model is asked to act.
+    ws.write("greet2.py", old);
+    let answer = format!("Here's the updated code:\n\n```python\n{new}```");
+    ws.write("greet.py", old);
+    let mock = Mock::start(vec![
+        Reply::Text(Box::leak(answer.into_boxed_str())),
+        Reply::Text("ok"),
+    ]);
+    turn_with(&ws, &mock, true, &["--no-preload", "make it shout"]).expect(0);
+    assert_eq!(ws.read("greet.py"), old);
+    assert_eq!(ws.read("greet2.py"), old);
+    assert!(mock.chats()[1]
+        .last_content()
+        .starts_with("[turn: your reply called no tool"));
+}
+
+#[test]
+fn a_script_shown_for_a_new_file_is_written_and_run_as_the_answer_says() {
+    let ws = Workspace::new();
+    let answer = "You can use the following Python script:\n\n```python\nprint(\"region,total\")\nprint(\"North,3.75\")\n```\n\nRun it with:\n\n```bash\npython3 compute_totals.py\n```";
+    let mock = Mock::start(vec![
+        Reply::Text(answer),
+        Reply::Text("North: 3.75."),
+        Reply::Text(answer),
+        Reply::Text("ok"),
+    ]);
+    let run = turn_with(
+        &ws,
+        &mock,
+        true,
+        &["--no-preload", "--json", "total per region"],
+    )
+    .expect(0);
+    assert_eq!(
+        ws.read("compute_totals.py"),
+        "print(\"region,total\")\nprint(\"North,3.75\")\n"
+    );
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 2);
+    let messages = chats[1].messages();
+    let calls = &messages[messages.len() - 3]["tool_calls"];
+    assert_eq!(calls[0]["function"]["name"], "write_file");
+    assert_eq!(calls[1]["function"]["name"], "bash");
+    assert_eq!(chats[1].last_content(), "region,total\nNorth,3.75\n");
+    assert!(run.stdout.contains(r#""origin":"text""#), "{}", run.stdout);
+
+    // The file is there now: the same answer again writes and runs nothing.
+    ws.write("compute_totals.py", "print(1)\n");
+    turn_with(&ws, &mock, true, &["--no-preload", "again"]).expect(0);
+    assert_eq!(ws.read("compute_totals.py"), "print(1)\n");
+    assert!(mock.chats()[3]
+        .last_content()
+        .starts_with("[turn: your reply called no tool"));
+}
+
+#[test]
 fn a_fixed_function_in_an_answer_goes_into_the_one_file_that_defines_it() {
     let ws = Workspace::new();
     let file = "\"\"\"Words.\"\"\"\n\n\ndef count_words(text):\n    return len(text.split(\" \"))\n\n\ndef other():\n    return 1\n";

@@ -16,8 +16,9 @@
 //!
 //! Beside the calls, the shapes of answers that are no answer, for the loop to act on (see
 //! agent.rs): commands handed over (`hands_over_commands`, `shell_block`), a result echoed
-//! (`echoes_result`), a whole file shown after its name (`whole_files`), code blocks and the
-//! path-like words of a line (`code_blocks`, `path_words`).
+//! (`echoes_result`), a whole file shown after its name (`whole_files`), a script shown for a
+//! file it then says to run (`new_script`), code blocks and the path-like words of a line
+//! (`code_blocks`, `path_words`).
 //!
 //! Pure: text in, calls out. The unit tests hold a corpus of real shapes and near-misses.
 
@@ -171,6 +172,67 @@ pub fn whole_files(text: &str) -> Vec<WholeFile> {
             }
         })
         .collect()
+}
+
+/// A script an answer shows for a file it then says to run (`python3 totals.py`): the first
+/// Python block, the one `.py` path that a command line of a later shell block runs or that
+/// the line before the block names, and that command line if there is one. Measured on
+/// Qwen2.5-Coder-1.5B: asked for totals, it showed the script, then `python3
+/// compute_totals.py`, which it then called again and again, on a file never written. Pure:
+/// whether the file is new is the caller's to check.
+#[derive(Debug, PartialEq)]
+pub struct NewScript {
+    pub path: String,
+    pub content: String,
+    pub run: Option<String>,
+}
+
+pub fn new_script(text: &str) -> Option<NewScript> {
+    const PYTHON: [&str; 4] = ["", "python", "py", "python3"];
+    const SHELLS: [&str; 6] = ["", "sh", "bash", "shell", "console", "zsh"];
+    let blocks = code_blocks(text);
+    let at = blocks
+        .iter()
+        .position(|b| PYTHON.contains(&b.info.to_ascii_lowercase().as_str()))?;
+    let script = &blocks[at];
+    // A line that runs a script by name: `python3 x.py` and plain arguments, nothing else.
+    let runs = |line: &str| -> Option<(String, String)> {
+        let line = line.trim();
+        let line = line.strip_prefix("$ ").unwrap_or(line).trim();
+        let mut words = line.split_whitespace();
+        let program = words.next()?;
+        let path = words.next()?;
+        let plain = |c: char| c.is_alphanumeric() || "._-/=,".contains(c);
+        let ok = ["python3", "python"].contains(&program)
+            && path.ends_with(".py")
+            && path_words(path).next() == Some(path)
+            && line.chars().all(|c| plain(c) || c == ' ');
+        ok.then(|| (path.to_string(), line.to_string()))
+    };
+    let mut commands: Vec<(String, String)> = blocks[at + 1..]
+        .iter()
+        .filter(|b| SHELLS.contains(&b.info.to_ascii_lowercase().as_str()))
+        .flat_map(|b| b.body.lines().filter_map(runs).collect::<Vec<_>>())
+        .collect();
+    commands.dedup();
+    let mut paths: Vec<String> = commands.iter().map(|(p, _)| p.clone()).collect();
+    paths.extend(script.before.into_iter().flat_map(|b| {
+        path_words(b)
+            .filter(|w| w.ends_with(".py"))
+            .map(String::from)
+    }));
+    paths.sort();
+    paths.dedup();
+    match (&paths[..], &commands[..]) {
+        ([path], commands) if !script.body.trim().is_empty() && commands.len() <= 1 => {
+            Some(NewScript {
+                path: path.clone(),
+                content: script.body.clone(),
+                run: commands.first().map(|(_, line)| line.clone()),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// A closed fenced block of an answer: the non-blank line before it (if it follows one
@@ -1080,6 +1142,46 @@ mod tests {
         let two = "a.py:\n```\n1\n```\n```\n2\n```\nb.txt\n```\n3\n```";
         let paths: Vec<String> = whole_files(two).into_iter().map(|w| w.path).collect();
         assert_eq!(paths, ["a.py", "b.txt"]);
+    }
+
+    #[test]
+    fn a_script_shown_then_run_by_name_is_that_new_file_and_its_command() {
+        // The 1.5B model's shape, shortened.
+        let text = "You can use the following Python script:\n\n```python\nimport csv\nprint(1)\n```\n\nSave it and run:\n\n```bash\npython3 compute_totals.py\n```";
+        assert_eq!(
+            new_script(text),
+            Some(NewScript {
+                path: "compute_totals.py".into(),
+                content: "import csv\nprint(1)\n".into(),
+                run: Some("python3 compute_totals.py".into()),
+            })
+        );
+        // Named on the line before, with no command: the file alone; `$ ` prompts and plain
+        // arguments are taken.
+        let named = "Put this in `totals.py`:\n```\nprint(2)\n```";
+        assert_eq!(
+            new_script(named).map(|s| (s.path, s.run)),
+            Some(("totals.py".into(), None))
+        );
+        let prompted = "```py\nprint(3)\n```\n```console\n$ python t.py --out=x.csv\n```";
+        assert_eq!(
+            new_script(prompted).and_then(|s| s.run),
+            Some("python t.py --out=x.csv".into())
+        );
+        // Not a script for one file: two files, a command with shell syntax, no command and
+        // no name, an empty block, a command before the script, another language.
+        for text in [
+            "```python\nx\n```\n```sh\npython3 a.py\npython3 b.py\n```",
+            "```python\nx\n```\n```sh\npython3 a.py; rm -rf ~\n```",
+            "```python\nx\n```\n```sh\npython3 a.py > out.txt\n```",
+            "Here it is:\n```python\nx\n```",
+            "In a.py:\n```python\n\n```\n```sh\npython3 a.py\n```",
+            "```sh\npython3 a.py\n```\n```python\nx\n```",
+            "```js\nx\n```\n```sh\npython3 a.py\n```",
+            "In a.py:\n```python\nx\n```\n```sh\npython3 b.py\n```",
+        ] {
+            assert_eq!(new_script(text), None, "{text}");
+        }
     }
 
     #[test]
