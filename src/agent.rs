@@ -128,6 +128,18 @@ fn example_note(example: &str, looked: bool, task: &str) -> String {
     )
 }
 
+/// What the model reads when the task asks for figures computed from data and it answered
+/// with no command worked (see answer::asks_to_compute).
+fn compute_note(task: &str) -> String {
+    format!(
+        "[turn: the task asks for figures computed from the data, and no command has worked \
+         yet, so any figures you wrote are guesses: the task is not done. Compute them with a \
+         command now: write a short Python script with write_file, run it with bash, and use \
+         its output.]{}",
+        restated(task)
+    )
+}
+
 /// What the model reads when it answered before running the `command` the task says to run:
 /// turn runs it next, as a call of its own (a user message between the answer and that call
 /// keeps the roles taking turns, as strict chat templates demand).
@@ -150,7 +162,7 @@ fn ran_note(task: &str) -> String {
 }
 
 /// Most notes (`act_note`, `unfinished_note`, `failed_note`, `empty_note`, `example_note`,
-/// `unrun_note` with `ran_note`) one turn gets.
+/// `compute_note`, `unrun_note` with `ran_note`) one turn gets.
 const MAX_ACT_NOTES: u32 = 2;
 
 /// What a turn has done so far, for judging its answer (see Agent::answer_note).
@@ -162,6 +174,8 @@ struct Done<'a> {
     last_result: &'a str,
     /// The commands bash ran.
     ran: &'a [String],
+    /// A bash command worked (exit 0).
+    computed: bool,
     /// A write_file or edit_file that failed for its arguments (`tools::fixable`), and no
     /// change to its file has worked since: (tool, path, the error's first sentence).
     failed: Option<&'a (String, String, String)>,
@@ -253,6 +267,8 @@ impl Agent<'_> {
         // The commands bash ran this turn since the last write_file or edit_file (turn's own
         // included).
         let mut ran: Vec<String> = Vec::new();
+        // Whether a bash command worked (exit 0) this turn.
+        let mut computed = false;
         // The last write_file or edit_file that failed for its arguments, until a change to its
         // file works.
         let mut failed: Option<(String, String, String)> = None;
@@ -318,6 +334,7 @@ impl Agent<'_> {
                     looked,
                     last_result: &last_result,
                     ran: &ran,
+                    computed,
                     failed: failed.as_ref(),
                 };
                 let note = (self.protocol.reads_text_calls() && asked < MAX_ACT_NOTES && !again)
@@ -403,6 +420,7 @@ impl Agent<'_> {
                 looked = true;
                 if name == "bash" {
                     ran.extend(string_argument(arguments, "command"));
+                    computed |= output.ok;
                 }
                 let verdict = repeats.record(output.ok, name, arguments, &output.text);
                 output.text.extend(repeat::note(&verdict));
@@ -428,8 +446,9 @@ impl Agent<'_> {
     /// The note for an answer, called no tool, that leaves the task undone: it is empty,
     /// begins a call it does not finish, hands over commands or code when nothing was
     /// written, comes after a change that failed for its arguments and was not made since,
-    /// repeats a result, copies the task's example, or comes before a command the task says
-    /// to run has run. None: it is an answer.
+    /// repeats a result, copies the task's example, gives figures the task asks to compute
+    /// when no command has worked, or comes before a command the task says to run has run.
+    /// None: it is an answer.
     fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<Note> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
         // An answer that copies a note's restatement of the task is judged without it (the
@@ -489,6 +508,12 @@ impl Agent<'_> {
                     example_note(example, false, task),
                 )
             });
+        }
+        if !done.computed && answer::asks_to_compute(task) {
+            return Some(Note::new(
+                "the task asks for computed figures and no command has worked; asking the model to compute them",
+                compute_note(task),
+            ));
         }
         let command = answer::unrun_command(task, done.ran, |w| tools::is_program(&self.tools, w))?;
         Some(Note {

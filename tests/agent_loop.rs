@@ -508,6 +508,60 @@ fn an_answer_that_copies_the_tasks_example_before_looking_must_call_a_tool_next(
 }
 
 #[test]
+fn figures_the_task_asks_to_compute_are_asked_for_again_when_no_command_ran() {
+    let ws = Workspace::new();
+    ws.write("sales.csv", "region,amount\nNorth,1.50\nNorth,2.25\n");
+    let task = "From sales.csv, compute the total amount per region into totals.csv.";
+    let mock = Mock::start(vec![
+        // A command that fails computes nothing.
+        bash("python3 totals.py"),
+        calls(&[(
+            "write_file",
+            json!({"path": "totals.csv", "content": "region,total\nNorth,4.00\n"}),
+        )]),
+        Reply::Text("Done: totals.csv has the totals."),
+        bash("awk -F, 'NR>1 {t+=$2} END {print t}' sales.csv"),
+        Reply::Text("North: 3.75."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
+    assert!(run.stderr.contains(
+        "the task asks for computed figures and no command has worked; asking the model to compute them"
+    ));
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 5);
+    let note = chats[3].last_content();
+    assert!(
+        note.starts_with(
+            "[turn: the task asks for figures computed from the data, and no command has worked yet"
+        ),
+        "{note}"
+    );
+    assert!(note.ends_with(&format!("\n\nThe task: {task}")), "{note}");
+    // Once a command has worked, the answer is taken.
+    assert_eq!(chats[4].last_content(), "3.75\n");
+    assert_eq!(run.stdout.lines().last(), Some("North: 3.75."));
+
+    // An answer after a command worked, or to a task that computes nothing, gets no such note.
+    let mock = Mock::start(vec![
+        bash("cat sales.csv"),
+        Reply::Text("The total is 3.75."),
+        Reply::Text("Two lines."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
+    assert_eq!(mock.chats().len(), 2);
+    assert_eq!(run.stdout.lines().last(), Some("The total is 3.75."));
+    let run = turn_in(
+        &ws,
+        &mock,
+        true,
+        &["--no-preload", "How many lines has sales.csv?"],
+    )
+    .expect(0);
+    assert_eq!(run.stdout.lines().last(), Some("Two lines."));
+    assert!(!run.stderr.contains("computed figures"), "{}", run.stderr);
+}
+
+#[test]
 fn a_server_that_refuses_tool_choice_gets_the_request_without_it() {
     let ws = Workspace::new();
     let refusal = Reply::Raw {

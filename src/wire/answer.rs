@@ -1,12 +1,14 @@
 //! Answers that leave the task undone while claiming otherwise: the checks the loop makes on a
 //! final answer (one that calls no tool) against the task, beside textcalls' shapes of answers
-//! that are no answer. Two, both measured on Qwen2.5-Coder-1.5B:
+//! that are no answer. Three, all measured on Qwen2.5-Coder-1.5B:
 //!
 //! - `copies_example`: the answer is the task's own example ("Answer in one line, for example:
 //!   \"5 files, most in lib/core\"" answered "5 files, most in src/lib" without a look);
 //! - `unrun_command`: the task says to run a command (``make sure the tests still pass
 //!   (`python3 -m unittest discover -s tests`)``) and the answer says they pass, but nothing ran
-//!   it.
+//!   it;
+//! - `asks_to_compute`: the task asks for figures computed from data ("compute the total amount
+//!   per region"), and the answer comes with no command run: the figures are made up.
 //!
 //! Pure: the caller says which commands ran and which words are programs.
 
@@ -67,6 +69,24 @@ pub fn unrun_command<'a>(
         }
     }
     None
+}
+
+/// Whether the task asks for figures worked out from data: it says compute, calculate, sum,
+/// total or average (in any form). Small models write such figures from reading, made up
+/// (measured: the 1.5B model wrote four region totals of a 46-line CSV, each wrong by
+/// thousands), so an answer to such a task before any command has run is no answer.
+pub fn asks_to_compute(task: &str) -> bool {
+    const STEMS: [&str; 5] = ["comput", "calculat", "sum", "total", "averag"];
+    // Endings that keep the word: "summary", "summer", "totally" and the like are others.
+    const ENDINGS: [&str; 10] = [
+        "", "s", "e", "es", "ed", "ing", "ion", "ions", "ation", "med",
+    ];
+    words(task).iter().any(|word| {
+        STEMS.iter().any(|stem| {
+            word.strip_prefix(stem)
+                .is_some_and(|rest| ENDINGS.contains(&rest) || (*stem == "sum" && rest == "ming"))
+        })
+    })
 }
 
 /// The quoted or backticked spans that a cue ("for example", "e.g.", "such as", "like")
@@ -286,6 +306,30 @@ mod tests {
             "Explain what `make test` does to a running server.",
         ] {
             assert_eq!(unrun_command(task, &none, programs), None, "{task}");
+        }
+    }
+
+    #[test]
+    fn tasks_that_ask_for_computed_figures_are_told() {
+        for task in [
+            "From sales.csv, compute the total amount per region.",
+            "Calculate the average latency in log.txt",
+            "What is the sum of column 3?",
+            "Write the totals to totals.csv",
+            "Summing up the sizes: how big is it?",
+            "the computation of averages",
+        ] {
+            assert!(asks_to_compute(task), "{task}");
+        }
+        for task in [
+            "Write a summary of README.md",
+            "How many Python files are there?",
+            "The function totally ignores its argument; fix it",
+            "Add a --shout flag to greet.py",
+            "The sumo wrestlers table is misspelled",
+            "",
+        ] {
+            assert!(!asks_to_compute(task), "{task}");
         }
     }
 
