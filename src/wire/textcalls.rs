@@ -188,7 +188,8 @@ pub struct NewScript {
 }
 
 pub fn new_script(text: &str) -> Option<NewScript> {
-    const PYTHON: [&str; 4] = ["", "python", "py", "python3"];
+    // Not a block with no language: that may be a command's output, shown as an example.
+    const PYTHON: [&str; 3] = ["python", "py", "python3"];
     const SHELLS: [&str; 6] = ["", "sh", "bash", "shell", "console", "zsh"];
     let blocks = code_blocks(text);
     let at = blocks
@@ -1158,7 +1159,7 @@ mod tests {
         );
         // Named on the line before, with no command: the file alone; `$ ` prompts and plain
         // arguments are taken.
-        let named = "Put this in `totals.py`:\n```\nprint(2)\n```";
+        let named = "Put this in `totals.py`:\n```python\nprint(2)\n```";
         assert_eq!(
             new_script(named).map(|s| (s.path, s.run)),
             Some(("totals.py".into(), None))
@@ -1169,7 +1170,8 @@ mod tests {
             Some("python t.py --out=x.csv".into())
         );
         // Not a script for one file: two files, a command with shell syntax, no command and
-        // no name, an empty block, a command before the script, another language.
+        // no name, an empty block, a command before the script, another language, a block with
+        // no language (output, as likely as code).
         for text in [
             "```python\nx\n```\n```sh\npython3 a.py\npython3 b.py\n```",
             "```python\nx\n```\n```sh\npython3 a.py; rm -rf ~\n```",
@@ -1178,6 +1180,7 @@ mod tests {
             "In a.py:\n```python\n\n```\n```sh\npython3 a.py\n```",
             "```sh\npython3 a.py\n```\n```python\nx\n```",
             "```js\nx\n```\n```sh\npython3 a.py\n```",
+            "Its output:\n```\nx\n```\n```sh\npython3 a.py\n```",
             "In a.py:\n```python\nx\n```\n```sh\npython3 b.py\n```",
         ] {
             assert_eq!(new_script(text), None, "{text}");
