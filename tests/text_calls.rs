@@ -151,7 +151,7 @@ fn an_answer_with_a_json_example_and_a_bash_block_runs_nothing() {
 }
 
 #[test]
-fn a_block_line_that_names_a_tool_is_not_offered_back_as_a_command() {
+fn a_block_that_starts_with_no_command_is_not_offered_back_as_one() {
     let ws = Workspace::new();
     let answer = "1. Read it:\n   ```bash\n   read_file mathutil.py\n   ```\n2. Then test it.";
     let mock = Mock::start(vec![Reply::Text(answer), Reply::Text("ok")]);
@@ -162,6 +162,24 @@ fn a_block_line_that_names_a_tool_is_not_offered_back_as_a_command() {
         "{note}"
     );
     assert!(!note.contains("reply with only this call"), "{note}");
+    // Nor a sentence in a block; a command is.
+    for (block, offered) in [
+        ("In `sales.csv`, compute the totals.", false),
+        ("# count them\nls | wc -l", true),
+    ] {
+        let answer = format!("Do this:\n```bash\n{block}\n```");
+        let mock = Mock::start(vec![
+            Reply::Text(Box::leak(answer.into_boxed_str())),
+            Reply::Text("ok"),
+        ]);
+        turn_with(&ws, &mock, true, &["--no-preload", "test clamp"]).expect(0);
+        let note = mock.chats()[1].last_content();
+        assert_eq!(
+            note.contains("reply with only this call"),
+            offered,
+            "{note}"
+        );
+    }
 }
 
 #[test]
