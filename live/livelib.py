@@ -564,6 +564,9 @@ class Exchange:
             "native_calls": self.native_calls, "finish_reason": self.finish_reason,
             "error": self.error, "usage": self.usage, "timings": self.timings,
             "seconds": self.seconds,
+            # What the model read last and what it wrote, for reading a failure afterwards.
+            "last_message": str((self.messages[-1:] or [{}])[0].get("content"))[:4000],
+            "content": self.content[:4000],
         }
 
     def prompt_tokens(self):
