@@ -128,6 +128,25 @@ fn example_note(example: &str, looked: bool, task: &str) -> String {
     )
 }
 
+/// What the model reads when its answer is the task's own words again (see
+/// answer::repeats_task), or only a note's restatement of it: before any tool `looked`, or
+/// after. Unlike the other notes it ends with what to do, not with the task: the 1.5B model's
+/// repeat was the restatement a note ends with ("The task: …"), copied.
+fn repeat_task_text(looked: bool, task: &str) -> String {
+    let what = if looked {
+        "Read the tools' results above again and answer the task from them, in the form it \
+         asks for; if they do not tell yet, call a tool that finds out"
+    } else {
+        "No tool has looked at anything yet: find the answer with the tools first (bash, \
+         read_file), then answer"
+    };
+    let task: String = task.chars().take(2000).collect();
+    format!(
+        "[turn: your answer repeats the task's words; it does not answer it.]\n\nThe task \
+         was: {task}\n\n[turn: {what}.]"
+    )
+}
+
 /// What the model reads when the task asks for figures computed from data and it answered
 /// with no command worked (see answer::asks_to_compute).
 fn compute_note(task: &str) -> String {
@@ -162,7 +181,7 @@ fn ran_note(task: &str) -> String {
 }
 
 /// Most notes (`act_note`, `unfinished_note`, `failed_note`, `empty_note`, `example_note`,
-/// `compute_note`, `unrun_note` with `ran_note`) one turn gets.
+/// `repeat_task_text`, `compute_note`, `unrun_note` with `ran_note`) one turn gets.
 const MAX_ACT_NOTES: u32 = 2;
 
 /// What a turn has done so far, for judging its answer (see Agent::answer_note).
@@ -206,6 +225,18 @@ impl Note {
             run: None,
             failure: false,
         }
+    }
+}
+
+/// The note for an answer that repeats the task. As with the example: with nothing looked
+/// at, the next reply must call a tool.
+fn repeat_task_note(task: &str, done: &Done) -> Note {
+    Note {
+        call: !done.looked,
+        ..Note::new(
+            "the answer repeats the task; asking the model to answer it",
+            repeat_task_text(done.looked, task),
+        )
     }
 }
 
@@ -322,9 +353,10 @@ impl Agent<'_> {
                 }
                 // An answer that leaves the task undone (see answer_note: empty, commands or
                 // code handed over, a call begun and not finished, after a change that
-                // failed, a result repeated, the task's example copied, a command the task
-                // says to run skipped) gets a note and the task again (twice a turn at most;
-                // not under --tool-protocol native, which takes every answer as it is).
+                // failed, a result repeated, the task's example copied or the task repeated,
+                // a command the task says to run skipped) gets a note and the task again
+                // (twice a turn at most; not under --tool-protocol native, which takes every
+                // answer as it is).
                 let text = reply.content.as_deref().unwrap_or_default();
                 // The same answer again after a note (temperature 0) will not change with
                 // another note: it is final.
@@ -446,15 +478,28 @@ impl Agent<'_> {
     /// The note for an answer, called no tool, that leaves the task undone: it is empty,
     /// begins a call it does not finish, hands over commands or code when nothing was
     /// written, comes after a change that failed for its arguments and was not made since,
-    /// repeats a result, copies the task's example, gives figures the task asks to compute
-    /// when no command has worked, or comes before a command the task says to run has run.
+    /// repeats a result, copies the task's example, repeats the task, gives figures the task
+    /// asks to compute when no command has worked, or comes before a command the task says to
+    /// run has run.
     /// None: it is an answer.
     fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<Note> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
-        // An answer that copies a note's restatement of the task is judged without it (the
-        // 1.5B model began its answer with "The task: …", then the example).
+        // An answer that copies a note's restatement of the task ("The task: …", or
+        // repeat_task_text's "The task was: …") is judged without it (the 1.5B model began
+        // its answer with one, then gave the example).
         let echo = restated(task);
-        let text = &text.replacen(echo.trim_start(), "", 1);
+        let short: String = task.chars().take(2000).collect();
+        let stripped = text.replacen(echo.trim_start(), "", 1).replacen(
+            &format!("The task was: {short}"),
+            "",
+            1,
+        );
+        if stripped.trim().is_empty() && !text.trim().is_empty() {
+            // Nothing but the restatement (measured: the 1.5B model's answer after six
+            // results, and again after a note that took it for empty).
+            return Some(repeat_task_note(task, done));
+        }
+        let text = &stripped;
         if text.trim().is_empty() {
             // Nothing at all (measured: the 1.5B model's reply to a note, more than once).
             return Some(Note::new(
@@ -508,6 +553,9 @@ impl Agent<'_> {
                     example_note(example, false, task),
                 )
             });
+        }
+        if answer::repeats_task(text, task) {
+            return Some(repeat_task_note(task, done));
         }
         if !done.computed && answer::asks_to_compute(task) {
             return Some(Note::new(

@@ -742,12 +742,78 @@ fn a_failed_change_put_right_since_lets_the_answer_stand() {
 
 #[test]
 fn an_answer_that_echoes_the_restated_task_is_judged_without_it() {
+    // The 1.5B model, after a note: the task restated (as the notes end, or as the note on a
+    // repeated task has it), then the example.
+    for restated in ["The task:", "The task was:"] {
+        let ws = Workspace::new();
+        let echo: &'static str = Box::leak(
+            format!("{restated} {TREE_TASK}\n\nThe answer is 5 files, most in lib/core.")
+                .into_boxed_str(),
+        );
+        let mock = Mock::start(vec![
+            Reply::Text("5 files, most in lib/core"),
+            bash("ls | wc -l"),
+            Reply::Text(echo),
+            Reply::Text("0 files."),
+        ]);
+        let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
+        assert!(
+            run.stderr.contains(
+                "the answer copies the task's example; asking the model to answer from what the tools showed"
+            ),
+            "{restated}: {}",
+            run.stderr
+        );
+        assert_eq!(mock.chats().len(), 4);
+        assert_eq!(run.stdout.lines().last(), Some("0 files."));
+    }
+}
+
+#[test]
+fn an_answer_that_repeats_the_task_is_asked_to_answer_it() {
     let ws = Workspace::new();
-    // The 1.5B model, after a note: the task restated, then the example.
-    let echo: &'static str = Box::leak(
-        format!("The task: {TREE_TASK}\n\nThe answer is 5 files, most in lib/core.")
-            .into_boxed_str(),
+    ws.write("a.py", "");
+    let task = "How many Python source files are in this directory tree, counting all \
+                subdirectories? Answer in one line.";
+    let mock = Mock::start(vec![
+        bash("find . -name '*.py' | wc -l"),
+        // The 1.5B model's answer after a look: the question again.
+        Reply::Text(
+            "How many Python source files are in this directory tree, counting all subdirectories?",
+        ),
+        Reply::Text("1 file, in ."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
+    assert!(
+        run.stderr
+            .contains("the answer repeats the task; asking the model to answer it"),
+        "{}",
+        run.stderr
     );
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 3);
+    let note = chats[2].last_content();
+    // The task in the middle, what to do last: the model copies the end of a note.
+    assert_eq!(
+        note,
+        format!(
+            "[turn: your answer repeats the task's words; it does not answer it.]\n\nThe task \
+             was: {task}\n\n[turn: Read the tools' results above again and answer the task \
+             from them, in the form it asks for; if they do not tell yet, call a tool that \
+             finds out.]"
+        )
+    );
+    // A tool had looked, so no call is required.
+    assert_eq!(chats[2].body.get("tool_choice"), None);
+    assert_eq!(run.stdout.lines().last(), Some("1 file, in ."));
+}
+
+#[test]
+fn an_answer_that_is_only_a_notes_restatement_of_the_task_repeats_it() {
+    let ws = Workspace::new();
+    // The 1.5B model, after a note (here: the example copied) and a look: the note's last
+    // lines, copied.
+    let echo: &'static str = Box::leak(format!("The task: {TREE_TASK}").into_boxed_str());
     let mock = Mock::start(vec![
         Reply::Text("5 files, most in lib/core"),
         bash("ls | wc -l"),
@@ -755,11 +821,45 @@ fn an_answer_that_echoes_the_restated_task_is_judged_without_it() {
         Reply::Text("0 files."),
     ]);
     let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
-    assert!(run
-        .stderr
-        .contains("the answer copies the task's example; asking the model to answer from what the tools showed"));
+    assert!(
+        run.stderr
+            .contains("the answer repeats the task; asking the model to answer it"),
+        "{}",
+        run.stderr
+    );
+    // Not taken for an empty answer.
+    assert!(
+        !run.stderr.contains("answered with nothing"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(mock.chats().len(), 4);
+    assert!(mock.chats()[3]
+        .last_content()
+        .starts_with("[turn: your answer repeats the task's words"));
     assert_eq!(run.stdout.lines().last(), Some("0 files."));
+}
+
+#[test]
+fn an_answer_that_repeats_the_task_before_looking_must_call_a_tool_next() {
+    let ws = Workspace::new();
+    let task = "Which directory of this tree holds the most Python files? Answer in one line.";
+    let mock = Mock::start(vec![
+        Reply::Text("Which directory of this tree holds the most Python files?"),
+        bash("ls"),
+        Reply::Text("None: there are no Python files."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 3);
+    assert!(chats[1]
+        .last_content()
+        .contains("No tool has looked at anything yet"));
+    assert_eq!(chats[1].body["tool_choice"], "required");
+    assert_eq!(
+        run.stdout.lines().last(),
+        Some("None: there are no Python files.")
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Answers that leave the task undone while claiming otherwise: the checks the loop makes on a
 //! final answer (one that calls no tool) against the task, beside textcalls' shapes of answers
-//! that are no answer. Three, all measured on Qwen2.5-Coder-1.5B:
+//! that are no answer. Four, all measured on Qwen2.5-Coder-1.5B:
 //!
 //! - `copies_example`: the answer is the task's own example ("Answer in one line, for example:
 //!   \"5 files, most in lib/core\"" answered "5 files, most in src/lib" without a look);
@@ -8,7 +8,9 @@
 //!   (`python3 -m unittest discover -s tests`)``) and the answer says they pass, but nothing ran
 //!   it;
 //! - `asks_to_compute`: the task asks for figures computed from data ("compute the total amount
-//!   per region"), and the answer comes with no command run: the figures are made up.
+//!   per region"), and the answer comes with no command run: the figures are made up;
+//! - `repeats_task`: the answer is the task's own words again (after a note that restated the
+//!   task, the 1.5B model answered the tree question with the question).
 //!
 //! Pure: the caller says which commands ran and which words are programs.
 
@@ -87,6 +89,41 @@ pub fn asks_to_compute(task: &str) -> bool {
                 .is_some_and(|rest| ENDINGS.contains(&rest) || (*stem == "sum" && rest == "ming"))
         })
     })
+}
+
+/// Whether `answer` is mostly the task's own words again: at least six words, and four of
+/// five of its runs of three words stand in the task too, outside its quoted spans (text the
+/// task may ask to have written back: "Reply with \"all tests pass\""). An answer that names
+/// what the task names ("Added the --shout flag to greet.py") shares a run or two, not most.
+/// A task that asks for its own words back unquoted costs one note: the same answer after it
+/// is final (see agent.rs).
+pub fn repeats_task(answer: &str, task: &str) -> bool {
+    let a = words(answer);
+    if a.len() < 6 {
+        return false;
+    }
+    // The task's words between its quoted spans, each stretch on its own.
+    let mut stretches = Vec::new();
+    let mut from = 0;
+    for (start, end) in quoted(task) {
+        // The opening quote is the char right before `start`; the closing one is at `end`.
+        let open = task[..start]
+            .char_indices()
+            .next_back()
+            .map_or(start, |(i, _)| i);
+        stretches.push(words(&task[from..open]));
+        from = task[end..]
+            .chars()
+            .next()
+            .map_or(end, |c| end + c.len_utf8());
+    }
+    stretches.push(words(&task[from..]));
+    let runs: std::collections::HashSet<&[String]> = stretches
+        .iter()
+        .flat_map(|words| words.windows(3))
+        .collect();
+    let shared = a.windows(3).filter(|run| runs.contains(run)).count();
+    shared * 5 >= (a.len() - 2) * 4
 }
 
 /// The quoted or backticked spans that a cue ("for example", "e.g.", "such as", "like")
@@ -331,6 +368,39 @@ mod tests {
         ] {
             assert!(!asks_to_compute(task), "{task}");
         }
+    }
+
+    #[test]
+    fn an_answer_that_is_the_task_again_repeats_it() {
+        // What the 1.5B model answered after a note, and shapes of it.
+        for answer in [
+            TREE,
+            "How many Python source files (ending in .py) are in this directory tree, counting \
+             all subdirectories? And which directory holds the most of them?",
+            "how many python source files are in this directory tree, counting all \
+             subdirectories",
+            "The task: How many Python source files (ending in .py) are in this directory \
+             tree, counting all subdirectories?",
+        ] {
+            assert!(repeats_task(answer, TREE), "{answer}");
+        }
+        for answer in [
+            "8 files, most in src/app",
+            "There are 8 Python source files in this directory tree; src/app holds the most \
+             of them.",
+            "5 files, most in lib/core",
+            "",
+        ] {
+            assert!(!repeats_task(answer, TREE), "{answer}");
+        }
+        // Words the task quotes, to be written back, are no repeat.
+        let task = "Reply with \"all the tests in the suite pass now\" once they do.";
+        assert!(!repeats_task("All the tests in the suite pass now.", task));
+        let task = "Add a --shout flag to greet.py that prints the greeting in upper case.";
+        assert!(!repeats_task(
+            "I added the --shout flag to greet.py; it prints the greeting upper-cased.",
+            task
+        ));
     }
 
     #[test]
