@@ -558,6 +558,7 @@ class Exchange:
 
     def summary(self):
         roles = [m.get("role") for m in self.messages]
+        last = (self.messages[-1:] or [{}])[0]
         return {
             "path": self.path, "status": self.status, "stream": self.stream, "messages": len(roles),
             "roles": "".join((r or "?")[0] for r in roles), "tool_messages": roles.count("tool"),
@@ -565,7 +566,7 @@ class Exchange:
             "error": self.error, "usage": self.usage, "timings": self.timings,
             "seconds": self.seconds,
             # What the model read last and what it wrote, for reading a failure afterwards.
-            "last_message": str((self.messages[-1:] or [{}])[0].get("content"))[:4000],
+            "last_message": str(last.get("content") if isinstance(last, dict) else last)[:4000],
             "content": self.content[:4000],
         }
 
