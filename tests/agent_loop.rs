@@ -740,23 +740,29 @@ fn a_failed_change_put_right_since_lets_the_answer_stand() {
     );
 }
 
+/// TREE_TASK run in an empty workspace against a model that copies the example, is told so,
+/// looks (`ls | wc -l`), answers `answer`, and then, if asked again, "0 files.".
+fn tree_task_answered_after_a_look(answer: String) -> (Run, Mock) {
+    let ws = Workspace::new();
+    let answer: &'static str = Box::leak(answer.into_boxed_str());
+    let mock = Mock::start(vec![
+        Reply::Text("5 files, most in lib/core"),
+        bash("ls | wc -l"),
+        Reply::Text(answer),
+        Reply::Text("0 files."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
+    (run, mock)
+}
+
 #[test]
 fn an_answer_that_echoes_the_restated_task_is_judged_without_it() {
     // The 1.5B model, after a note: the task restated (as the notes end, or as the note on a
     // repeated task has it), then the example.
     for restated in ["The task:", "The task was:"] {
-        let ws = Workspace::new();
-        let echo: &'static str = Box::leak(
-            format!("{restated} {TREE_TASK}\n\nThe answer is 5 files, most in lib/core.")
-                .into_boxed_str(),
-        );
-        let mock = Mock::start(vec![
-            Reply::Text("5 files, most in lib/core"),
-            bash("ls | wc -l"),
-            Reply::Text(echo),
-            Reply::Text("0 files."),
-        ]);
-        let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
+        let (run, mock) = tree_task_answered_after_a_look(format!(
+            "{restated} {TREE_TASK}\n\nThe answer is 5 files, most in lib/core."
+        ));
         assert!(
             run.stderr.contains(
                 "the answer copies the task's example; asking the model to answer from what the tools showed"
@@ -810,17 +816,9 @@ fn an_answer_that_repeats_the_task_is_asked_to_answer_it() {
 
 #[test]
 fn an_answer_that_is_only_a_notes_restatement_of_the_task_repeats_it() {
-    let ws = Workspace::new();
     // The 1.5B model, after a note (here: the example copied) and a look: the note's last
     // lines, copied.
-    let echo: &'static str = Box::leak(format!("The task: {TREE_TASK}").into_boxed_str());
-    let mock = Mock::start(vec![
-        Reply::Text("5 files, most in lib/core"),
-        bash("ls | wc -l"),
-        Reply::Text(echo),
-        Reply::Text("0 files."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
+    let (run, mock) = tree_task_answered_after_a_look(format!("The task: {TREE_TASK}"));
     assert!(
         run.stderr
             .contains("the answer repeats the task; asking the model to answer it"),
