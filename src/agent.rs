@@ -76,10 +76,19 @@ const SHELL_WORDS: [&str; 14] = [
     "{",
 ];
 
-/// The task again, at the end of a note (its first 2,000 chars).
+/// The task as notes restate it: its first 2,000 chars.
+fn task_head(task: &str) -> String {
+    task.chars().take(2000).collect()
+}
+
+/// The task again, at the end of a note.
 fn restated(task: &str) -> String {
-    let task: String = task.chars().take(2000).collect();
-    format!("\n\nThe task: {task}")
+    format!("\n\nThe task: {}", task_head(task))
+}
+
+/// The task again, in the middle of repeat_task_text's note.
+fn restated_within(task: &str) -> String {
+    format!("The task was: {}", task_head(task))
 }
 
 /// What the model reads when its answer began a call to `tool` and did not finish it.
@@ -140,10 +149,10 @@ fn repeat_task_text(looked: bool, task: &str) -> String {
         "No tool has looked at anything yet: find the answer with the tools first (bash, \
          read_file), then answer"
     };
-    let task: String = task.chars().take(2000).collect();
     format!(
-        "[turn: your answer repeats the task's words; it does not answer it.]\n\nThe task \
-         was: {task}\n\n[turn: {what}.]"
+        "[turn: your answer repeats the task's words; it does not answer it.]\n\n{}\n\n\
+         [turn: {what}.]",
+        restated_within(task)
     )
 }
 
@@ -487,10 +496,8 @@ impl Agent<'_> {
         // An answer that copies a note's restatement of the task ("The task: …", or
         // repeat_task_text's "The task was: …") is judged without it (the 1.5B model began
         // its answer with one, then gave the example).
-        let echo = restated(task);
-        let short: String = task.chars().take(2000).collect();
-        let stripped = text.replacen(echo.trim_start(), "", 1).replacen(
-            &format!("The task was: {short}"),
+        let stripped = text.replacen(restated(task).trim_start(), "", 1).replacen(
+            &restated_within(task),
             "",
             1,
         );

@@ -106,12 +106,8 @@ pub fn repeats_task(answer: &str, task: &str) -> bool {
     let mut stretches = Vec::new();
     let mut from = 0;
     for (start, end) in quoted(task) {
-        // The opening quote is the char right before `start`; the closing one is at `end`.
-        let open = task[..start]
-            .char_indices()
-            .next_back()
-            .map_or(start, |(i, _)| i);
-        stretches.push(words(&task[from..open]));
+        // The closing quote is the char at `end`.
+        stretches.push(words(&task[from..opening(task, start)]));
         from = task[end..]
             .chars()
             .next()
@@ -132,10 +128,7 @@ fn examples(task: &str) -> Vec<&str> {
     const CUES: [&str; 5] = ["for example", "e.g.", "such as", "like", "for instance"];
     let mut out = Vec::new();
     for (start, end) in quoted(task) {
-        let open = task[..start]
-            .char_indices()
-            .next_back()
-            .map_or(start, |(i, _)| i);
+        let open = opening(task, start);
         let from = task[..open]
             .char_indices()
             .rev()
@@ -147,6 +140,14 @@ fn examples(task: &str) -> Vec<&str> {
         }
     }
     out
+}
+
+/// Where the quote that opens the span `quoted` found at `start` begins: the char before it.
+fn opening(text: &str, start: usize) -> usize {
+    text[..start]
+        .char_indices()
+        .next_back()
+        .map_or(start, |(i, _)| i)
 }
 
 /// Byte ranges of the text inside `"…"`, `“…”` and `` `…` `` spans, quotes excluded.
