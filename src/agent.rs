@@ -189,8 +189,94 @@ fn ran_note(task: &str) -> String {
     )
 }
 
+/// What the model reads when it answered a task that asks for `text` to be replaced everywhere
+/// (see answer::replaced_everywhere): turn searches for what is left next, as a call of its own.
+fn search_note(leftover: &answer::Leftover) -> String {
+    format!(
+        "[turn: the task asks for \"{}\" to be replaced everywhere, so turn searches the files \
+         for what is left of it{} now.]",
+        leftover.text,
+        if leftover.any_case {
+            " (in any case)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// What the model reads after turn's search for what is left (its result, `output`, stands
+/// right before this note). Lines found: the forms and files found, and, when the task says
+/// what to put in its place, the call that puts it there, to copy (told only that lines were
+/// left, the 1.5B model answered "The word is still found in the file `src/net.py` on line
+/// 7."; told the lines, it wrote `./src/net.py -e 's/recieve/receive/g'`, the lower-case form
+/// again, for the "Recieve" left).
+fn searched_note(leftover: &answer::Leftover, output: &tools::Output, task: &str) -> String {
+    let text = leftover.text;
+    let files = answer::found_in(&output.text);
+    let forms = leftover.forms(&output.text);
+    let what =
+        if !output.ok {
+            format!(
+            "the search for \"{text}\" failed (above), so what is left is not known: look for it \
+             with the tools. If none is left and the rest of the task is done, answer in one or \
+             two sentences."
+        )
+        } else if files.is_empty() {
+            let case = if leftover.any_case {
+                " (in any case)"
+            } else {
+                ""
+            };
+            format!(
+            "the search above finds no \"{text}\" left{case}. If the rest of the task is done, \
+             answer in one or two sentences."
+        )
+        } else {
+            let named: Vec<String> = forms.iter().map(|f| format!("\"{f}\"")).collect();
+            let shown: Vec<&str> = files.iter().take(5).copied().collect();
+            let more = files.len() - shown.len();
+            let more = if more > 0 {
+                format!(" and {more} more files")
+            } else {
+                String::new()
+            };
+            let fix = match (leftover.fix(&forms, &files), leftover.with) {
+                (Some(command), Some(with)) => format!(
+                " To put \"{with}\" in its place in all of them, reply with only this call:\n{}",
+                json!({"name": "bash", "arguments": {"command": command}})
+            ),
+                _ => String::new(),
+            };
+            format!(
+            "{} is still found in {}{more}, on the lines above, so the task is not done. Change \
+             each of those lines now, with edit_file or bash.{fix}",
+            if named.is_empty() { format!("\"{text}\"") } else { named.join(", ") },
+            shown.join(", ")
+        )
+        };
+    format!("[turn: {what}]{}", restated(task))
+}
+
+/// A command turn runs itself after a note, as a call of its own.
+enum Run<'t> {
+    /// One the task says to run (see answer::unrun_command).
+    Task(String),
+    /// The search for what is left of a text the task asks to replace everywhere.
+    Search(answer::Leftover<'t>),
+}
+
+impl Run<'_> {
+    fn command(&self) -> String {
+        match self {
+            Run::Task(command) => command.clone(),
+            Run::Search(leftover) => leftover.search(),
+        }
+    }
+}
+
 /// Most notes (`act_note`, `unfinished_note`, `failed_note`, `empty_note`, `example_note`,
-/// `repeat_task_text`, `compute_note`, `unrun_note` with `ran_note`) one turn gets.
+/// `repeat_task_text`, `compute_note`, `search_note` with `searched_note`, `unrun_note` with
+/// `ran_note`) one turn gets.
 const MAX_ACT_NOTES: u32 = 2;
 
 /// What a turn has done so far, for judging its answer (see Agent::answer_note).
@@ -210,23 +296,22 @@ struct Done<'a> {
 }
 
 /// A note for an answer that is no answer (see Agent::answer_note).
-struct Note {
+struct Note<'t> {
     /// What the user reads on stderr (a `notice` event).
     notice: &'static str,
     /// What the model reads.
     text: String,
     /// Whether the next request requires a call (`tool_choice: "required"`).
     call: bool,
-    /// A command the task says to run, which turn runs itself after the note (and another
-    /// note after its result).
-    run: Option<String>,
+    /// A command turn runs itself after the note (and another note after its result).
+    run: Option<Run<'t>>,
     /// Whether the note is about the failed change (`Done::failed`): one note a failure.
     failure: bool,
 }
 
-impl Note {
+impl Note<'_> {
     /// A note that requires no call and runs nothing.
-    fn new(notice: &'static str, text: String) -> Note {
+    fn new(notice: &'static str, text: String) -> Self {
         Note {
             notice,
             text,
@@ -239,7 +324,7 @@ impl Note {
 
 /// The note for an answer that repeats the task. As with the example: with nothing looked
 /// at, the next reply must call a tool.
-fn repeat_task_note(task: &str, done: &Done) -> Note {
+fn repeat_task_note<'t>(task: &str, done: &Done) -> Note<'t> {
     Note {
         call: !done.looked,
         ..Note::new(
@@ -397,12 +482,17 @@ impl Agent<'_> {
                     noted = Some(text.to_string());
                     reporter.report(Event::Notice(notice));
                     push(history, Message::user(note), reporter);
-                    if let Some(command) = run {
+                    if let Some(run) = run {
+                        let command = run.command();
                         let arguments = json!({ "command": command }).to_string();
                         let output = self.own_call("bash", arguments, 1, history, reporter);
+                        let after = match &run {
+                            Run::Task(_) => ran_note(task),
+                            Run::Search(leftover) => searched_note(leftover, &output, task),
+                        };
                         last_result = output.text;
                         ran.push(command);
-                        push(history, Message::user(ran_note(task)), reporter);
+                        push(history, Message::user(after), reporter);
                     }
                     continue;
                 }
@@ -488,10 +578,11 @@ impl Agent<'_> {
     /// begins a call it does not finish, hands over commands or code when nothing was
     /// written, comes after a change that failed for its arguments and was not made since,
     /// repeats a result, copies the task's example, repeats the task, gives figures the task
-    /// asks to compute when no command has worked, or comes before a command the task says to
-    /// run has run.
+    /// asks to compute when no command has worked, comes before turn searched for what is
+    /// left of a text the task asks to replace everywhere, or before a command the task says
+    /// to run has run.
     /// None: it is an answer.
-    fn answer_note(&self, text: &str, task: &str, done: &Done) -> Option<Note> {
+    fn answer_note<'t>(&self, text: &str, task: &'t str, done: &Done) -> Option<Note<'t>> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
         // An answer that copies a note's restatement of the task ("The task: …", or
         // repeat_task_text's "The task was: …") is judged without it (the 1.5B model began
@@ -570,9 +661,26 @@ impl Agent<'_> {
                 compute_note(task),
             ));
         }
+        // The search for what is left of a text to replace everywhere, before the command the
+        // task gives, which then checks all of the work. Once until the next write_file or
+        // edit_file: a `sed` the model runs on what the search found does not bring it back,
+        // so the command the task gives runs next.
+        if let Some(leftover) = answer::replaced_everywhere(task) {
+            let search = leftover.search();
+            if !done.ran.contains(&search) && tools::is_program(&self.tools, "grep") {
+                let text = search_note(&leftover);
+                return Some(Note {
+                    run: Some(Run::Search(leftover)),
+                    ..Note::new(
+                        "the task asks for a text to be replaced everywhere; turn searches for what is left",
+                        text,
+                    )
+                });
+            }
+        }
         let command = answer::unrun_command(task, done.ran, |w| tools::is_program(&self.tools, w))?;
         Some(Note {
-            run: Some(command.to_string()),
+            run: Some(Run::Task(command.to_string())),
             ..Note::new(
                 "the task says to run a command that has not run since the last change; turn runs it",
                 unrun_note(command),

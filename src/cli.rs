@@ -43,8 +43,8 @@ Options:
                            (auto and text also reply with a note to an answer that leaves
                            the work undone: code shown, the task's example copied or the
                            task repeated, figures the task asks to compute with no command
-                           run, the command the task gives skipped, which turn then runs;
-                           README)
+                           run, a text to replace everywhere, which turn then searches for,
+                           the command the task gives skipped, which turn then runs; README)
   -C, --cd DIR             workspace the tools are confined to [default: current directory]
       --max-steps N        stop after N model requests in one turn [default: 50]
       --timeout SECS       kill a bash command (and all the commands started) after SECS

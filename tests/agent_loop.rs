@@ -673,6 +673,100 @@ fn a_command_the_task_says_to_run_that_ran_after_the_last_change_is_not_run_agai
 }
 
 #[test]
+fn what_is_left_of_a_text_to_replace_everywhere_is_searched_and_its_fix_offered() {
+    let ws = Workspace::new();
+    ws.write(
+        "src/net.py",
+        "def recieve():\n    \"\"\"Recieve one.\"\"\"\n",
+    );
+    ws.write("README.md", "Call recieve().\n");
+    ws.write("check.sh", "echo ALL GOOD\n");
+    let task = "The word \"receive\" is misspelled as \"recieve\" in this project. Fix every \
+                occurrence, then make sure the checks pass (`sh check.sh`).";
+    let fix = "sed -i 's/Recieve/Receive/g' -- 'src/net.py'";
+    let mock = Mock::start(vec![
+        bash("sed -i 's/recieve/receive/g' src/net.py README.md"),
+        Reply::Text("Done."),
+        bash(fix),
+        Reply::Text("Fixed, the checks pass."),
+        Reply::Text("All done."),
+    ]);
+    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
+    assert_eq!(
+        ws.read("src/net.py"),
+        "def receive():\n    \"\"\"Receive one.\"\"\"\n"
+    );
+    assert_eq!(ws.read("README.md"), "Call receive().\n");
+    assert!(run.stderr.contains(
+        "the task asks for a text to be replaced everywhere; turn searches for what is left"
+    ));
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 5);
+    // The answer, a note, turn's search, what it found, a note with the fix to copy.
+    let messages = chats[2].messages();
+    let at = messages
+        .iter()
+        .position(|m| m["content"] == "Done.")
+        .unwrap();
+    assert_eq!(
+        messages[at + 1]["content"],
+        "[turn: the task asks for \"recieve\" to be replaced everywhere, so turn searches the files for what is left of it (in any case) now.]"
+    );
+    let search = &messages[at + 2]["tool_calls"][0]["function"]["arguments"];
+    let search: serde_json::Value = serde_json::from_str(search.as_str().unwrap()).unwrap();
+    assert!(search["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("grep -rnFi "));
+    assert_eq!(
+        messages[at + 3]["content"],
+        "./src/net.py:2:    \"\"\"Recieve one.\"\"\"\n"
+    );
+    let note = messages[at + 4]["content"].as_str().unwrap();
+    assert!(
+        note.starts_with("[turn: \"Recieve\" is still found in src/net.py, on the lines above, so the task is not done."),
+        "{note}"
+    );
+    let offer = json!({"name": "bash", "arguments": {"command": fix}}).to_string();
+    assert!(
+        note.contains(&format!("reply with only this call:\n{offer}]")),
+        "{note}"
+    );
+    assert!(note.ends_with(&format!("\n\nThe task: {task}")), "{note}");
+    // After the fix, the search does not run again: the command the task gives does.
+    let last = chats[4].messages();
+    let ran = &last[last.len() - 3]["tool_calls"][0]["function"]["arguments"];
+    assert_eq!(ran, &json!({"command": "sh check.sh"}).to_string());
+    assert_eq!(run.stdout.lines().last(), Some("All done."));
+}
+
+#[test]
+fn a_search_that_finds_nothing_left_lets_the_answer_stand() {
+    let ws = Workspace::new();
+    ws.write("a.py", "old_name = 1\nprint(old_name)\n");
+    let task = "Rename `old_name` to `new_name` everywhere.";
+    let mock = Mock::start(vec![
+        bash("sed -i 's/old_name/new_name/g' a.py"),
+        Reply::Text("Renamed."),
+        Reply::Text("Renamed; none is left."),
+    ]);
+    // The session, which holds the task and so the old name, is not searched.
+    let run = turn_in(&ws, &mock, false, &[task]).expect(0);
+    assert_eq!(ws.read("a.py"), "new_name = 1\nprint(new_name)\n");
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 3);
+    let messages = chats[2].messages();
+    let found = &messages[messages.len() - 2]["content"];
+    assert_eq!(found, "none left\n");
+    let note = chats[2].last_content();
+    assert!(
+        note.starts_with("[turn: the search above finds no \"old_name\" left. If the rest of the task is done, answer in one or two sentences.]"),
+        "{note}"
+    );
+    assert_eq!(run.stdout.lines().last(), Some("Renamed; none is left."));
+}
+
+#[test]
 fn an_answer_after_a_change_that_failed_and_was_not_made_since_is_asked_to_make_it() {
     let ws = Workspace::new();
     ws.write("notes.txt", "old\n");

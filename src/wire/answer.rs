@@ -10,7 +10,10 @@
 //! - `asks_to_compute`: the task asks for figures computed from data ("compute the total amount
 //!   per region"), and the answer comes with no command run: the figures are made up;
 //! - `repeats_task`: the answer is the task's own words again (after a note that restated the
-//!   task, the 1.5B model answered the tree question with the question).
+//!   task, the 1.5B model answered the tree question with the question);
+//! - `replaced_everywhere`: the task asks for a text to be replaced everywhere ("misspelled as
+//!   \"recieve\" … Fix every occurrence"), and the answer says it is, while some are left (the
+//!   1.5B model's `sed 's/recieve/receive/g'` left "Recieve" in a docstring): turn searches.
 //!
 //! Pure: the caller says which commands ran and which words are programs.
 
@@ -120,6 +123,230 @@ pub fn repeats_task(answer: &str, task: &str) -> bool {
         .collect();
     let shared = a.windows(3).filter(|run| runs.contains(run)).count();
     shared * 5 >= (a.len() - 2) * 4
+}
+
+/// A text the task asks to have replaced everywhere (see `replaced_everywhere`).
+#[derive(Debug, PartialEq)]
+pub struct Leftover<'a> {
+    /// What should be found nowhere once the task is done.
+    pub text: &'a str,
+    /// What the task says to put in its place, when it says.
+    pub with: Option<&'a str>,
+    /// Whether it counts in any case: a misspelling is one in any case ("Recieve" too); a text
+    /// to rename or replace is its own case ("Foo" may well be another name than "foo").
+    pub any_case: bool,
+}
+
+impl Leftover<'_> {
+    /// The command that lists each line of the workspace where the text is still found
+    /// (`file:line:text`, not in `.git` or `.turn`, which holds the session and so the task),
+    /// or says "none left"; a grep that fails (exit 2) fails.
+    pub fn search(&self) -> String {
+        format!(
+            "grep -rnF{} --exclude-dir=.git --exclude-dir=.turn -e {} . || {{ [ $? = 1 ] && echo 'none left'; }}",
+            if self.any_case { "i" } else { "" },
+            quote(self.text)
+        )
+    }
+
+    /// The forms of the text that the `search`'s `output` shows, each once: the text itself,
+    /// or, in any case, as its lines spell it ("Recieve" in a docstring).
+    pub fn forms<'o>(&self, output: &'o str) -> Vec<&'o str> {
+        let mut forms: Vec<&str> = Vec::new();
+        let needle = self.text.to_ascii_lowercase();
+        for line in output.lines().filter(|line| numbered(line).is_some()) {
+            let lower = line.to_ascii_lowercase();
+            for (i, _) in lower.match_indices(&needle) {
+                let form = &line[i..i + needle.len()];
+                if (self.any_case || form == self.text) && !forms.contains(&form) {
+                    forms.push(form);
+                }
+            }
+        }
+        forms
+    }
+
+    /// The command that puts what the task says in place of each of `forms` in `files` (a
+    /// `sed -i` with one `s///g` a form), the replacement in the form's case (lower, upper,
+    /// or capitalized). None when the task does not say what to put in its place, or a form's
+    /// case is none of those.
+    pub fn fix(&self, forms: &[&str], files: &[&str]) -> Option<String> {
+        let with = self.with?;
+        if forms.is_empty() || files.is_empty() {
+            return None;
+        }
+        let mut script = Vec::new();
+        for form in forms {
+            let put = recase(form, self.text, with)?;
+            script.push(format!(
+                "s/{}/{}/g",
+                sed_pattern(form),
+                sed_replacement(&put)
+            ));
+        }
+        let files: Vec<String> = files.iter().map(|f| quote(f)).collect();
+        Some(format!(
+            "sed -i {} -- {}",
+            quote(&script.join("; ")),
+            files.join(" ")
+        ))
+    }
+}
+
+/// `put` in the case `form` has `text` in: as it is where form is text, else lower case, upper
+/// case, or capitalized, as form is. None for any other case.
+fn recase(form: &str, text: &str, put: &str) -> Option<String> {
+    let capitalized = |s: &str| {
+        let mut chars = s.chars();
+        chars.next().map_or_else(String::new, |first| {
+            first
+                .to_uppercase()
+                .chain(chars.flat_map(char::to_lowercase))
+                .collect()
+        })
+    };
+    if form == text {
+        Some(put.to_string())
+    } else if form == text.to_lowercase() {
+        Some(put.to_lowercase())
+    } else if form == text.to_uppercase() {
+        Some(put.to_uppercase())
+    } else if form == capitalized(text) {
+        Some(capitalized(put))
+    } else {
+        None
+    }
+}
+
+/// `text` as a sed basic regular expression that matches it and nothing else.
+fn sed_pattern(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escape = matches!(c, '\\' | '/' | '.' | '*' | '[' | ']' | '^' | '$');
+            escape.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
+/// `text` as a sed replacement that puts exactly it.
+fn sed_replacement(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escape = matches!(c, '\\' | '/' | '&');
+            escape.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
+/// `value` as one shell word.
+fn quote(value: &str) -> String {
+    crate::tools::declared::quote(value)
+}
+
+/// The file a grep line `file:line:text` names, `./` taken off; None for any other line.
+fn numbered(line: &str) -> Option<&str> {
+    let (file, rest) = line.split_once(':')?;
+    let (n, _) = rest.split_once(':')?;
+    let file = file.strip_prefix("./").unwrap_or(file);
+    (!file.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(file)
+}
+
+/// The files a `Leftover::search` found lines in, in order, each once: what its grep prints
+/// before the first `:` of each `file:line:text`, `./` taken off.
+pub fn found_in(output: &str) -> Vec<&str> {
+    let mut files: Vec<&str> = Vec::new();
+    for file in output.lines().filter_map(numbered) {
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    files
+}
+
+/// What a task that asks to replace a text everywhere wants gone: the quoted or backticked
+/// span right after "misspelled as", "misspelt as" or "mistyped as" (in any case; the right
+/// spelling is the span right before, as in "\"receive\" is misspelled as \"recieve\""), or
+/// right after "replace", "rename" or "change" (and maybe "every", "all", "each", "every
+/// occurrence of" and the like; in its own case; what to put in its place is
+/// the span after it and "with", "by", "to" or "into"), in a task that says every,
+/// everywhere, all, each or throughout. None for any other task, and for a span that is empty,
+/// has no letter or digit, spans lines or is over 200 bytes.
+pub fn replaced_everywhere(task: &str) -> Option<Leftover<'_>> {
+    const ANY_CASE: [&str; 3] = ["misspelled as", "misspelt as", "mistyped as"];
+    const OWN_CASE: [&str; 3] = ["replace", "rename", "change"];
+    let lower = task.to_ascii_lowercase();
+    let everywhere = ["every", "everywhere", "all", "each", "throughout"]
+        .iter()
+        .any(|word| contains_word(&lower, word));
+    if !everywhere {
+        return None;
+    }
+    let spans: Vec<(usize, usize)> = quoted(task)
+        .into_iter()
+        .filter(|&(start, end)| {
+            let text = &task[start..end];
+            text.len() <= 200 && !text.contains('\n') && text.chars().any(char::is_alphanumeric)
+        })
+        .collect();
+    // What stands between the closing quote of a span ending at `end` and `until`.
+    let between = |end: usize, until: usize| {
+        let after = task[end..]
+            .chars()
+            .next()
+            .map_or(end, |c| end + c.len_utf8());
+        lower.get(after..until).map(str::trim)
+    };
+    spans.iter().enumerate().find_map(|(i, &(start, end))| {
+        let text = &task[start..end];
+        let open = opening(task, start);
+        let mut before = lower[..open].trim_end();
+        // "replace every `foo`", "change all occurrences of `foo`".
+        for quantity in [
+            "every occurrence of",
+            "all occurrences of",
+            "each occurrence of",
+            "every",
+            "all",
+            "each",
+        ] {
+            if let Some(rest) = before.strip_suffix(quantity) {
+                if !rest.ends_with(char::is_alphanumeric) {
+                    before = rest.trim_end();
+                    break;
+                }
+            }
+        }
+        let cued = |cue: &&str| {
+            before.ends_with(cue)
+                && !before[..before.len() - cue.len()]
+                    .chars()
+                    .next_back()
+                    .is_some_and(char::is_alphanumeric)
+        };
+        if ANY_CASE.iter().any(cued) {
+            let with = i.checked_sub(1).map(|j| spans[j]).filter(|&(_, e)| {
+                between(e, open)
+                    .is_some_and(|b| b.len() <= 30 && ANY_CASE.iter().any(|c| b.ends_with(c)))
+            });
+            Some(Leftover {
+                text,
+                with: with.map(|(s, e)| &task[s..e]),
+                any_case: true,
+            })
+        } else if OWN_CASE.iter().any(cued) {
+            let with = spans.get(i + 1).filter(|&&(s, _)| {
+                between(end, opening(task, s))
+                    .is_some_and(|b| ["with", "by", "to", "into"].contains(&b))
+            });
+            Some(Leftover {
+                text,
+                with: with.map(|&(s, e)| &task[s..e]),
+                any_case: false,
+            })
+        } else {
+            None
+        }
+    })
 }
 
 /// The quoted or backticked spans that a cue ("for example", "e.g.", "such as", "like")
@@ -402,6 +629,149 @@ mod tests {
             "I added the --shout flag to greet.py; it prints the greeting upper-cased.",
             task
         ));
+    }
+
+    #[test]
+    fn a_text_the_task_asks_to_replace_everywhere_is_found() {
+        // The live suite's typo task, word for word.
+        let task = "The word \"receive\" is misspelled as \"recieve\" in several files of this \
+                    project (code and docs). Fix every occurrence so that it is spelled \
+                    \"receive\" everywhere, and make sure the tests still pass (`python3 -m \
+                    unittest discover -s tests`).";
+        assert_eq!(
+            replaced_everywhere(task),
+            Some(Leftover {
+                text: "recieve",
+                with: Some("receive"),
+                any_case: true
+            })
+        );
+        let typo = "Fix every \"teh\": it is \"the\" misspelled as \"teh\".";
+        let got = replaced_everywhere(typo).unwrap();
+        assert_eq!((got.text, got.with), ("teh", Some("the")));
+        let typo = "Every line has a typo, misspelled as \"teh\".";
+        assert_eq!(replaced_everywhere(typo).unwrap().with, None);
+        for (task, text, with) in [
+            (
+                "Rename `get_user` to `fetch_user` everywhere.",
+                "get_user",
+                Some("fetch_user"),
+            ),
+            (
+                "Replace \"http://old.example\" with \"https://new.example\" in all files.",
+                "http://old.example",
+                Some("https://new.example"),
+            ),
+            (
+                "Change “colour” to “color” throughout the docs.",
+                "colour",
+                Some("color"),
+            ),
+            ("In each file, replace `foo` by `bar`.", "foo", Some("bar")),
+            ("Replace every `foo`, then run `make`.", "foo", None),
+        ] {
+            assert_eq!(
+                replaced_everywhere(task),
+                Some(Leftover {
+                    text,
+                    with,
+                    any_case: false
+                }),
+                "{task}"
+            );
+        }
+        for task in [
+            // No word that says everywhere.
+            "Rename `get_user` to `fetch_user` in api.py.",
+            "The word \"recieve\" is misspelled as \"recieve\" in README.md.",
+            // The span does not follow a cue.
+            "Fix every test in `tests/`, then run `make`.",
+            "Change the port to \"8080\" in all config files.",
+            "Every occurrence of the word, exchange \"a\" for \"b\".",
+            // A span with no letter, or over lines.
+            "Replace \"--\" with \"-\" everywhere.",
+            "Replace `a\nb` with `c` everywhere.",
+            TREE,
+        ] {
+            assert_eq!(replaced_everywhere(task), None, "{task}");
+        }
+    }
+
+    #[test]
+    fn the_search_for_what_is_left_quotes_the_text() {
+        let typo = Leftover {
+            text: "recieve",
+            with: Some("receive"),
+            any_case: true,
+        };
+        assert_eq!(
+            typo.search(),
+            "grep -rnFi --exclude-dir=.git --exclude-dir=.turn -e 'recieve' . || { [ $? = 1 ] && echo 'none left'; }"
+        );
+        let name = Leftover {
+            text: "it's",
+            with: None,
+            any_case: false,
+        };
+        assert!(name
+            .search()
+            .starts_with(r"grep -rnF --exclude-dir=.git --exclude-dir=.turn -e 'it'\''s' . "));
+    }
+
+    const FOUND: &str = "./src/net.py:7:    \"\"\"Recieve one packet.\"\"\"\n\
+                         ./src/net.py:9:def recieve_all(): RECIEVE\n\
+                         ./docs/a b.md:1:to recieve: now\nnone left\n\n[output cut]\n";
+
+    #[test]
+    fn the_files_and_forms_the_search_found() {
+        assert_eq!(found_in(FOUND), ["src/net.py", "docs/a b.md"]);
+        assert!(found_in("none left\n").is_empty());
+        assert!(found_in("grep: x: Permission denied\n").is_empty());
+        let typo =
+            replaced_everywhere("\"receive\" is misspelled as \"recieve\" everywhere.").unwrap();
+        assert_eq!(typo.forms(FOUND), ["Recieve", "recieve", "RECIEVE"]);
+        let own = Leftover {
+            text: "recieve",
+            with: Some("receive"),
+            any_case: false,
+        };
+        assert_eq!(own.forms(FOUND), ["recieve"]);
+        assert!(typo.forms("none left\n").is_empty());
+    }
+
+    #[test]
+    fn the_fix_puts_the_replacement_in_each_forms_case() {
+        let typo =
+            replaced_everywhere("\"receive\" is misspelled as \"recieve\" everywhere.").unwrap();
+        assert_eq!(
+            typo.fix(&typo.forms(FOUND), &found_in(FOUND)).as_deref(),
+            Some("sed -i 's/Recieve/Receive/g; s/recieve/receive/g; s/RECIEVE/RECEIVE/g' -- 'src/net.py' 'docs/a b.md'")
+        );
+        // A form in a case of its own has no known replacement.
+        assert_eq!(typo.fix(&["reCieve"], &["a"]), None);
+        assert_eq!(typo.fix(&[], &["a"]), None);
+        // What the task did not say cannot be put.
+        let bare = Leftover { with: None, ..typo };
+        assert_eq!(bare.fix(&["recieve"], &["a"]), None);
+        // Text that means something to sed or the shell is put as it is.
+        let url = replaced_everywhere("Replace \"a.b/c*\" with \"x&y/z's\" in all files.").unwrap();
+        let fix = url.fix(&["a.b/c*"], &["f"]).unwrap();
+        assert_eq!(fix, r"sed -i 's/a\.b\/c\*/x\&y\/z'\''s/g' -- 'f'");
+        let ws = std::env::temp_dir().join(format!("turn-fix-{}", std::process::id()));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("f"), "see a.b/c* and a.bbc\n").unwrap();
+        let ran = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&fix)
+            .current_dir(&ws)
+            .status()
+            .unwrap();
+        assert!(ran.success());
+        assert_eq!(
+            std::fs::read_to_string(ws.join("f")).unwrap(),
+            "see x&y/z's and a.bbc\n"
+        );
+        std::fs::remove_dir_all(&ws).unwrap();
     }
 
     #[test]
