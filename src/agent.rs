@@ -192,15 +192,11 @@ fn ran_note(task: &str) -> String {
 /// What the model reads when it answered a task that asks for `text` to be replaced everywhere
 /// (see answer::replaced_everywhere): turn searches for what is left next, as a call of its own.
 fn search_note(leftover: &answer::Leftover) -> String {
+    let case = leftover.case();
     format!(
         "[turn: the task asks for \"{}\" to be replaced everywhere, so turn searches the files \
-         for what is left of it{} now.]",
-        leftover.text,
-        if leftover.any_case {
-            " (in any case)"
-        } else {
-            ""
-        }
+         for what is left of it{case} now.]",
+        leftover.text
     )
 }
 
@@ -211,50 +207,48 @@ fn search_note(leftover: &answer::Leftover) -> String {
 /// 7."; told the lines, it wrote `./src/net.py -e 's/recieve/receive/g'`, the lower-case form
 /// again, for the "Recieve" left).
 fn searched_note(leftover: &answer::Leftover, output: &tools::Output, task: &str) -> String {
-    let text = leftover.text;
+    let (text, case) = (leftover.text, leftover.case());
     let files = answer::found_in(&output.text);
+    if !output.ok {
+        return format!(
+            "[turn: the search for \"{text}\" failed (above), so what is left is not known: \
+             look for it with the tools. If none is left and the rest of the task is done, \
+             answer in one or two sentences.]{}",
+            restated(task)
+        );
+    }
+    if files.is_empty() {
+        return format!(
+            "[turn: the search above finds no \"{text}\" left{case}. If the rest of the task is \
+             done, answer in one or two sentences.]{}",
+            restated(task)
+        );
+    }
     let forms = leftover.forms(&output.text);
-    let what =
-        if !output.ok {
-            format!(
-            "the search for \"{text}\" failed (above), so what is left is not known: look for it \
-             with the tools. If none is left and the rest of the task is done, answer in one or \
-             two sentences."
-        )
-        } else if files.is_empty() {
-            let case = if leftover.any_case {
-                " (in any case)"
-            } else {
-                ""
-            };
-            format!(
-            "the search above finds no \"{text}\" left{case}. If the rest of the task is done, \
-             answer in one or two sentences."
-        )
-        } else {
-            let named: Vec<String> = forms.iter().map(|f| format!("\"{f}\"")).collect();
-            let shown: Vec<&str> = files.iter().take(5).copied().collect();
-            let more = files.len() - shown.len();
-            let more = if more > 0 {
-                format!(" and {more} more files")
-            } else {
-                String::new()
-            };
-            let fix = match (leftover.fix(&forms, &files), leftover.with) {
-                (Some(command), Some(with)) => format!(
-                " To put \"{with}\" in its place in all of them, reply with only this call:\n{}",
-                json!({"name": "bash", "arguments": {"command": command}})
-            ),
-                _ => String::new(),
-            };
-            format!(
-            "{} is still found in {}{more}, on the lines above, so the task is not done. Change \
-             each of those lines now, with edit_file or bash.{fix}",
-            if named.is_empty() { format!("\"{text}\"") } else { named.join(", ") },
-            shown.join(", ")
-        )
-        };
-    format!("[turn: {what}]{}", restated(task))
+    let quoted: Vec<String> = forms.iter().map(|f| format!("\"{f}\"")).collect();
+    let found = if quoted.is_empty() {
+        format!("\"{text}\"")
+    } else {
+        quoted.join(", ")
+    };
+    let mut places = files.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+    match files.len().saturating_sub(5) {
+        0 => {}
+        1 => places.push_str(" and 1 more file"),
+        more => places.push_str(&format!(" and {more} more files")),
+    }
+    let fix = match (leftover.fix(&forms, &files), leftover.with) {
+        (Some(command), Some(with)) => format!(
+            " To put \"{with}\" in its place in all of them, reply with only this call:\n{}",
+            json!({"name": "bash", "arguments": {"command": command}})
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "[turn: {found} is still found in {places}, on the lines above, so the task is not \
+         done. Change each of those lines now, with edit_file or bash.{fix}]{}",
+        restated(task)
+    )
 }
 
 /// A command turn runs itself after a note, as a call of its own.

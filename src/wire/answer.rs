@@ -149,6 +149,15 @@ impl Leftover<'_> {
         )
     }
 
+    /// " (in any case)" where any case counts, for notes that name the text.
+    pub fn case(&self) -> &'static str {
+        if self.any_case {
+            " (in any case)"
+        } else {
+            ""
+        }
+    }
+
     /// The forms of the text that the `search`'s `output` shows, each once: the text itself,
     /// or, in any case, as its lines spell it ("Recieve" in a docstring).
     pub fn forms<'o>(&self, output: &'o str) -> Vec<&'o str> {
