@@ -8,6 +8,7 @@ mod approve;
 mod cli;
 mod context;
 mod error;
+mod manpage;
 mod prompt;
 mod repeat;
 mod repl;
@@ -40,7 +41,11 @@ fn main() -> ExitCode {
     let args = match cli::parse(std::env::args_os().skip(1), |name| std::env::var(name).ok()) {
         Ok(Command::Run(args)) => *args,
         Ok(Command::Help) => {
-            print!("{}", cli::HELP);
+            print!("{}", cli::help());
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Man) => {
+            print!("{}", manpage::page());
             return ExitCode::SUCCESS;
         }
         Ok(Command::SandboxCheck(args)) => return sandbox_check(&args),
