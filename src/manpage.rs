@@ -59,85 +59,111 @@ const FILES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The guides in docs/ of turn's source, for SEE ALSO.
-const GUIDES: &str = "local-models.md, servers.md, sandbox.md, context.md, scripting.md, \
-                      sessions.md, tools.md, building.md, performance.md";
+/// Where more is written.
+const SEE_ALSO: &str = "The guides in docs/ of turn's source: local-models.md, servers.md, \
+                        sandbox.md, context.md, scripting.md, sessions.md, tools.md, building.md, \
+                        performance.md, options.md.";
 
 /// The whole page.
 pub fn page() -> String {
     let long = env!("TURN_LONG_VERSION");
-    let date = long
-        .rsplit("built ")
-        .next()
-        .unwrap_or("")
-        .trim_end_matches(')');
-    let version = env!("CARGO_PKG_VERSION");
-    let mut out = format!(".TH TURN 1 {date} \"turn {version}\" \"User Commands\"\n.nh\n");
-    out += &format!(".SH NAME\nturn \\- {}.SH SYNOPSIS\n", text(ABOUT));
+    let date = long.rsplit("built ").next().unwrap_or("");
+    let mut out = String::new();
+    let version = concat!(
+        " \"turn ",
+        env!("CARGO_PKG_VERSION"),
+        "\" \"User Commands\"\n"
+    );
+    put(
+        &mut out,
+        &[".TH TURN 1 ", date.trim_end_matches(')'), version],
+    );
+    put(
+        &mut out,
+        &[".nh\n.SH NAME\nturn \\- ", &text(ABOUT), ".SH SYNOPSIS\n"],
+    );
     for (i, (line, _)) in USAGE.iter().enumerate() {
-        if i > 0 {
-            out += ".br\n";
-        }
-        out += &synopsis(line);
-        out.push('\n');
+        put(
+            &mut out,
+            &[if i > 0 { ".br\n" } else { "" }, &synopsis(line), "\n"],
+        );
     }
-    out += &format!(".SH DESCRIPTION\n{}", text(DESCRIPTION));
+    put(&mut out, &[".SH DESCRIPTION\n", &text(DESCRIPTION)]);
     for (line, what) in USAGE {
-        out += &format!(".TP\n{}\n{}", synopsis(line), text(what));
+        put(&mut out, &[".TP\n", &synopsis(line), "\n", &text(what)]);
     }
     out += ".SH OPTIONS\n";
     for (names, paragraphs) in FLAGS {
-        out += &format!(".TP\n{}\n", synopsis(names));
+        put(&mut out, &[".TP\n", &synopsis(names), "\n"]);
         for (i, paragraph) in paragraphs.iter().enumerate() {
-            if i > 0 {
-                out += ".br\n";
-            }
-            out += &text(paragraph);
+            put(
+                &mut out,
+                &[if i > 0 { ".br\n" } else { "" }, &text(paragraph)],
+            );
         }
     }
-    out += &list("EXIT STATUS", EXIT_CODES);
-    out += &list("ENVIRONMENT", ENVIRONMENT);
-    out += &list("FILES", FILES);
+    list(&mut out, "EXIT STATUS", EXIT_CODES);
+    list(&mut out, "ENVIRONMENT", ENVIRONMENT);
+    list(&mut out, "FILES", FILES);
     out += ".SH EXAMPLES\n";
     for (i, (line, what)) in EXAMPLES.iter().enumerate() {
         // A paragraph macro right after a section heading is one too many.
-        out += if i > 0 { ".PP\n" } else { "" };
-        out += &format!("{}.RS 4\n.EX\n{}\n.EE\n.RE\n", text(what), self::line(line));
+        let pp = if i > 0 { ".PP\n" } else { "" };
+        put(
+            &mut out,
+            &[
+                pp,
+                &text(what),
+                ".RS 4\n.EX\n",
+                &self::line(line),
+                "\n.EE\n.RE\n",
+            ],
+        );
     }
-    out += &format!(
-        ".SH SEE ALSO\n{}",
-        text(&format!("The guides in docs/ of turn's source: {GUIDES}."))
-    );
+    put(&mut out, &[".SH SEE ALSO\n", &text(SEE_ALSO)]);
     out
 }
 
-/// A section of tagged paragraphs: the tag in bold, then its text.
-fn list(title: &str, items: &[(&str, &str)]) -> String {
-    let mut out = format!(".SH {title}\n");
-    for (tag, what) in items {
-        out += &format!(".TP\n.B {}\n{}", escape(tag), text(what));
+fn put(out: &mut String, pieces: &[&str]) {
+    for piece in pieces {
+        out.push_str(piece);
     }
-    out
+}
+
+/// A section of tagged paragraphs: the tag in bold, then its text.
+fn list(out: &mut String, title: &str, items: &[(&str, &str)]) {
+    put(out, &[".SH ", title, "\n"]);
+    for (tag, what) in items {
+        put(out, &[".TP\n.B ", &escape(tag), "\n", &text(what)]);
+    }
 }
 
 /// A command line or a flag's names: flags, `turn` and literal words in bold, placeholders
 /// (upper case) in italics, the rest as it is.
 fn synopsis(line: &str) -> String {
-    let words = line.split(' ').map(|word| {
+    let mut out = String::new();
+    for (i, word) in line.split(' ').enumerate() {
+        out += if i > 0 { " " } else { "" };
         let (word, comma) = match word.strip_suffix(',') {
             Some(word) => (word, ","),
             None => (word, ""),
         };
         let core = word.trim_start_matches('[').trim_end_matches([']', '.']);
         let font = match core.chars().next() {
-            Some('A'..='Z') => "I",
-            Some('a'..='z' | '-') if core != "echo" => "B",
-            _ => return format!("{}{comma}", escape(word)),
+            Some('A'..='Z') => "\\fI",
+            Some('a'..='z' | '-') if core != "echo" => "\\fB",
+            _ => "",
         };
         let (lead, tail) = word.split_once(core).unwrap_or(("", ""));
-        format!("{lead}\\f{font}{}\\fR{}{comma}", escape(core), escape(tail))
-    });
-    words.collect::<Vec<_>>().join(" ")
+        match font {
+            "" => put(&mut out, &[&escape(word), comma]),
+            _ => put(
+                &mut out,
+                &[lead, font, &escape(core), "\\fR", &escape(tail), comma],
+            ),
+        }
+    }
+    out
 }
 
 /// Running text: the lines of a paragraph joined, then each sentence on source lines of its
