@@ -13,10 +13,8 @@ use std::path::Path;
 use std::time::Duration;
 
 pub mod declared;
-pub mod definitions;
 mod files;
-pub use files::{fixable, is_rewrite, splice_definitions};
-pub use shell::is_program;
+pub use files::fixable;
 pub mod mcp;
 pub mod nearmatch;
 pub mod replace;
