@@ -70,7 +70,8 @@ impl Agent<'_> {
             self.coach_on(coach::TEXT_PROTOCOL, reporter);
         }
         if self.preload {
-            let named = crate::prompt::named_files(task, self.tools.workspace);
+            let named =
+                crate::prompt::named_files(task, |path| tools::is_regular_file(&self.tools, path));
             self.read_named(&named, history, reporter);
         }
         let mut steps = 0;

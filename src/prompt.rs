@@ -34,16 +34,16 @@ pub const MAX_NAMED: usize = 4;
 
 /// The files of the workspace that `prompt` names, in the order it names them (at most
 /// `MAX_NAMED`): words that look like a relative path with an extension (`greet.py`,
-/// `src/a.py`, in backticks or quotes or not) and are a regular file there. Symlinks, absolute
-/// paths and `..` are left out, so nothing outside the workspace is named.
-pub fn named_files(prompt: &str, workspace: &Path) -> Vec<String> {
+/// `src/a.py`, in backticks or quotes or not) and that `is_file` says are a regular file there.
+/// Absolute paths and `..` are left out, so nothing outside the workspace is named. Pure: the
+/// lookup is the caller's (see tools::is_regular_file).
+pub fn named_files(prompt: &str, is_file: impl Fn(&str) -> bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in path_words(prompt) {
         if out.len() == MAX_NAMED {
             break;
         }
-        let regular = std::fs::symlink_metadata(workspace.join(word)).is_ok_and(|m| m.is_file());
-        if regular && !out.iter().any(|w| w == word) {
+        if !out.iter().any(|w| w == word) && is_file(word) {
             out.push(word.to_string());
         }
     }
@@ -264,13 +264,17 @@ mod tests {
         fs::write(ws.join("a.py"), "x").unwrap();
         fs::create_dir_all(ws.join("dir.d")).unwrap();
         std::os::unix::fs::symlink("/etc/hostname", ws.join("link.txt")).unwrap();
-        let named = named_files("read a.py, a.py again, dir.d, link.txt and gone.py", &ws);
+        let is_file = |w: &str| fs::symlink_metadata(ws.join(w)).is_ok_and(|m| m.is_file());
+        let named = named_files(
+            "read a.py, a.py again, dir.d, link.txt and gone.py",
+            is_file,
+        );
         assert_eq!(named, ["a.py"]);
         let many: String = (0..6).map(|i| format!("f{i}.txt ")).collect();
         for i in 0..6 {
             fs::write(ws.join(format!("f{i}.txt")), "x").unwrap();
         }
-        assert_eq!(named_files(&many, &ws).len(), MAX_NAMED);
+        assert_eq!(named_files(&many, is_file).len(), MAX_NAMED);
         fs::remove_dir_all(root).unwrap();
     }
 

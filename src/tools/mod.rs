@@ -250,6 +250,14 @@ pub fn run(name: &str, arguments: &str, ctx: &Context, approver: &mut Approver) 
     }
 }
 
+/// Whether `path` (relative) is a regular file of the workspace, looked up beneath it with no
+/// symlink followed (see sandbox::fsafe).
+pub fn is_regular_file(ctx: &Context, path: &str) -> bool {
+    ctx.root
+        .metadata(std::path::Path::new(path))
+        .is_ok_and(|meta| meta.is_file())
+}
+
 /// --list-tools: every tool with its source, description and parameters.
 pub fn listing(ctx: &Context) -> String {
     let mut text = String::new();
