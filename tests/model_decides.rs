@@ -334,3 +334,25 @@ fn a_model_that_writes_calls_as_text_gets_them_run_and_notes_also_after_a_resume
     go(&ws, &mock, &["--no-preload", "again"]).expect(0);
     assert_eq!(mock.chats().len(), 1);
 }
+
+#[test]
+fn a_server_that_refuses_tools_switches_the_notes_on() {
+    let ws = Workspace::new();
+    let refused = Reply::Raw {
+        status: 500,
+        headers: vec![("Content-Type", "application/json".into())],
+        body: json!({"error": {"code": 500, "message": "tools param requires --jinja flag"}})
+            .to_string(),
+    };
+    let shown = "Run this:\n\n```bash\ntouch shown\n```";
+    let mock = Mock::refusing_tools(vec![text(shown), text("Done.")], refused);
+    let run = go(&ws, &mock, &["--no-preload", "touch a file"]).expect(0);
+    assert_has(&run.stderr, "(the text tool protocol): notes after answers");
+    assert!(!exists(&ws.path("shown")));
+    let chats = mock.chats();
+    // The refused request, the answer, the note's request.
+    assert_eq!(chats.len(), 3);
+    assert!(chats[2]
+        .last_content()
+        .contains("[turn: your reply called no tool"));
+}
