@@ -70,12 +70,13 @@ the system's bundle or SSL_CERT_FILE / SSL_CERT_DIR",
             "text: tools described in the system prompt, calls written as text",
             "auto: native, plus calls written as text; a server that refuses
   tools gets the text protocol",
-            "(auto and text also reply with a note to an answer that leaves
-the work undone: code shown, the task's example copied or the
-task repeated, figures the task asks to compute with no command
-run, a text to replace everywhere, which turn then searches for,
-the command the task gives skipped, which turn then runs;
-docs/local-models.md)",
+            "turn runs the calls the model makes and nothing else; a reply
+without calls is the answer. Under auto and text, once a model
+writes a call as text, begins one, or gets the text protocol, an
+answer that is no answer (empty, a call unfinished, commands shown
+instead of called, a failed change not made since, a result
+echoed, a reply cut short) gets a note, twice a turn at most;
+the session keeps that switch for -c (docs/local-models.md)",
         ],
     ),
     (

@@ -6,6 +6,7 @@
 mod agent;
 mod approve;
 mod cli;
+mod coach;
 mod context;
 mod error;
 mod manpage;
@@ -167,6 +168,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         approver,
         file_list: None,
         preload: args.preload,
+        coach: coach::Coach::resumed(session.as_ref().and_then(|s| s.coaching())),
     };
     // A new session's first message lists the workspace's files (see prompt::file_list).
     if args.preload && history.len() == 1 {

@@ -3,9 +3,8 @@
 use crate::sandbox::fsafe;
 use std::path::{Path, PathBuf};
 
-/// The built-in system prompt. Written for small local models (measured on Qwen2.5-Coder-1.5B,
-/// which otherwise answers with code for the user to paste, or guesses a file's content) and
-/// short, so the first request stays small. It names no path: the workspace differs from run
+/// The built-in system prompt. Written for small local models, which otherwise tend to answer
+/// with code for the user to paste or guess a file's content, and short, so the first request stays small. It names no path: the workspace differs from run
 /// to run, and the same first message lets the server reuse its cache of it (the tools come
 /// after it in the template), so every first request of every run starts warm.
 pub fn builtin() -> String {
@@ -35,20 +34,44 @@ pub const MAX_NAMED: usize = 4;
 
 /// The files of the workspace that `prompt` names, in the order it names them (at most
 /// `MAX_NAMED`): words that look like a relative path with an extension (`greet.py`,
-/// `src/a.py`, in backticks or quotes or not) and are a regular file there. Symlinks, absolute
-/// paths and `..` are left out, so nothing outside the workspace is named.
-pub fn named_files(prompt: &str, workspace: &Path) -> Vec<String> {
+/// `src/a.py`, in backticks or quotes or not) and that `is_file` says are a regular file there.
+/// Absolute paths and `..` are left out, so nothing outside the workspace is named. Pure: the
+/// lookup is the caller's (see tools::is_regular_file).
+pub fn named_files(prompt: &str, is_file: impl Fn(&str) -> bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for word in crate::wire::textcalls::path_words(prompt) {
+    for word in path_words(prompt) {
         if out.len() == MAX_NAMED {
             break;
         }
-        let regular = std::fs::symlink_metadata(workspace.join(word)).is_ok_and(|m| m.is_file());
-        if regular && !out.iter().any(|w| w == word) {
+        if !out.iter().any(|w| w == word) && is_file(word) {
             out.push(word.to_string());
         }
     }
     out
+}
+
+/// The words of `text` that could be relative paths to files (pure): trimmed of quotes,
+/// brackets and sentence punctuation; with a name, a dot and an extension in their last part,
+/// no absolute path and no `..`.
+fn path_words(text: &str) -> impl Iterator<Item = &str> {
+    const AROUND: &[char] = &[
+        '`', '"', '\'', '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', ':', '!', '?', '.', '*',
+    ];
+    text.split_whitespace().filter_map(|word| {
+        let word = word.trim_matches(AROUND);
+        let last = word.rsplit('/').next()?;
+        let (stem, ext) = last.rsplit_once('.')?;
+        let plain = |c: char| c.is_alphanumeric() || "._-/+".contains(c);
+        let ok = !stem.is_empty()
+            && !ext.is_empty()
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            && word.len() <= 200
+            && word.chars().all(plain)
+            && !word.starts_with('/')
+            && !word.starts_with('-')
+            && !word.split('/').any(|part| part == ".." || part.is_empty());
+        ok.then_some(word)
+    })
 }
 
 /// Directories the file list does not go into, beside hidden ones: what tools make and no
@@ -58,28 +81,12 @@ const SKIPPED_DIRS: [&str; 5] = ["node_modules", "__pycache__", "target", "venv"
 const MAX_WALKED: usize = 5000;
 const MAX_FILE_LIST: usize = 2000;
 
-/// The workspace's files, for the first message of a session: small models answer without
-/// looking, or guess at names, when they do not see what there is (measured on
-/// Qwen2.5-Coder-1.5B). Hidden entries and tool-made directories are left out; the walk is
+/// The workspace's files, for the first message of a session: a model that does not see what
+/// there is tends to answer without looking, or to guess at names. Hidden entries and tool-made directories are left out; the walk is
 /// bounded, and symlinks are listed, never followed. `None` for an empty workspace.
 pub fn file_list(workspace: &Path) -> Option<String> {
     let (files, complete) = walk(workspace);
     format_file_list(&files, complete)
-}
-
-/// Most files `files_ending` returns.
-const MAX_ENDING: usize = 200;
-
-/// The workspace's files whose names end in `ending`, as relative paths, from the same walk
-/// as the file list (at most `MAX_ENDING`).
-pub fn files_ending(workspace: &Path, ending: &str) -> Vec<String> {
-    walk(workspace)
-        .0
-        .into_iter()
-        .filter(|(_, name)| name.ends_with(ending))
-        .take(MAX_ENDING)
-        .map(|(dir, name)| dir.join(name).to_string_lossy().into_owned())
-        .collect()
 }
 
 /// The workspace's files as (directory, name), shallow directories first, and whether the
@@ -257,14 +264,39 @@ mod tests {
         fs::write(ws.join("a.py"), "x").unwrap();
         fs::create_dir_all(ws.join("dir.d")).unwrap();
         std::os::unix::fs::symlink("/etc/hostname", ws.join("link.txt")).unwrap();
-        let named = named_files("read a.py, a.py again, dir.d, link.txt and gone.py", &ws);
+        let is_file = |w: &str| fs::symlink_metadata(ws.join(w)).is_ok_and(|m| m.is_file());
+        let named = named_files(
+            "read a.py, a.py again, dir.d, link.txt and gone.py",
+            is_file,
+        );
         assert_eq!(named, ["a.py"]);
         let many: String = (0..6).map(|i| format!("f{i}.txt ")).collect();
         for i in 0..6 {
             fs::write(ws.join(format!("f{i}.txt")), "x").unwrap();
         }
-        assert_eq!(named_files(&many, &ws).len(), MAX_NAMED);
+        assert_eq!(named_files(&many, is_file).len(), MAX_NAMED);
         fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn words_that_name_files() {
+        let text = "Fix `src/net.py` and greet.py, then \"docs/guide.md\". See test_x.py: and \
+                    config.toml. Not e.g. this, 3.14, -o.txt, /etc/passwd.txt, ../up.py, \
+                    a//b.py, .env, lib/core, python3 -m unittest, src/a.py:3: or x.py*";
+        let words: Vec<&str> = path_words(text).collect();
+        assert_eq!(
+            words,
+            [
+                "src/net.py",
+                "greet.py",
+                "docs/guide.md",
+                "test_x.py",
+                "config.toml",
+                "e.g",
+                "3.14",
+                "x.py"
+            ]
+        );
     }
 
     #[test]
@@ -287,10 +319,6 @@ mod tests {
             file_list(&ws).unwrap(),
             "[turn: the files in the project directory, listed when the task began (each line a \
              directory, then its files):\nAGENTS.md a.md b.py\nsrc/: x.py\nsrc/deep/: y.py\nsub/ws/: AGENTS.md\n6 files]"
-        );
-        assert_eq!(
-            files_ending(&ws, ".py"),
-            ["b.py", "src/x.py", "src/deep/y.py"]
         );
         let many: Vec<(PathBuf, String)> = (0..500)
             .map(|i| (PathBuf::from(format!("d{i}")), format!("file{i}.txt")))

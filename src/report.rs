@@ -54,6 +54,9 @@ pub enum Event<'a> {
     Fallback { reason: &'a str, hint: &'a str },
     /// Something the user should know that is not an error: a retry, a cut-off reply.
     Notice(&'a str),
+    /// Notes for a model that cannot call tools well are on from now on in this session, and
+    /// why (see coach); the session records it.
+    Coaching(&'a str),
     /// The history was compacted to fit the context window: old tool results stubbed
     /// (`stage` "elide") or the work summarized ("summary"); estimated tokens before and after;
     /// `history` is the new history (the session records it).
@@ -70,8 +73,8 @@ pub enum Event<'a> {
     End(Option<&'a Error>),
 }
 
-/// Where a tool call came from: the reply's `tool_calls`, or the message text (see
-/// wire::textcalls).
+/// Where a tool call came from: the reply's `tool_calls`, the message text (see
+/// wire::textcalls::recognize), or turn itself.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Origin {
     Native,
@@ -199,6 +202,10 @@ impl Reporter for Console {
             Event::Notice(text) if !self.quiet => {
                 self.end_lines();
                 eprintln!("turn: {}", escape(text));
+            }
+            Event::Coaching(why) if !self.quiet => {
+                self.end_lines();
+                eprintln!("turn: {why}: notes after answers that are no answer are on");
             }
             Event::Compacted {
                 stage,
@@ -331,6 +338,10 @@ impl Reporter for Json {
             }
             Event::Notice(text) => {
                 eprintln!("turn: {}", escape(text));
+                return;
+            }
+            Event::Coaching(why) => {
+                eprintln!("turn: {why}: notes after answers that are no answer are on");
                 return;
             }
             _ => return,

@@ -20,6 +20,9 @@
 //! (`stage`, `before`, `after`, `window`). The file stays append-only and keeps every message
 //! ever sent; loading starts over from each such line, so a resumed run gets the compacted
 //! state.
+//!
+//! When notes for a model that cannot call tools well are switched on (see coach), a
+//! `{"coaching": {"why": ...}}` line records it, so a resumed run keeps them on.
 
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
@@ -48,6 +51,17 @@ struct CompactedLine {
     compacted: Compacted,
 }
 
+/// A coaching line: notes are on for this session, and why.
+#[derive(Serialize, Deserialize)]
+struct Coaching {
+    why: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CoachingLine {
+    coaching: Coaching,
+}
+
 /// A session file: where it is and, once it exists, the file itself, opened once and used
 /// for both the resume and the recording.
 pub struct Session {
@@ -55,6 +69,8 @@ pub struct Session {
     path: PathBuf,
     place: Place,
     file: Option<File>,
+    /// Why notes are on, when a loaded coaching line says so.
+    coaching: Option<String>,
 }
 
 enum Place {
@@ -77,11 +93,17 @@ impl Session {
                 root: root.try_clone()?,
             },
             file: None,
+            coaching: None,
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Why notes are on for this session, as its loaded file records (see coach).
+    pub fn coaching(&self) -> Option<&str> {
+        self.coaching.as_deref()
     }
 
     /// The messages recorded so far (none for a new file). Torn lines are skipped, each with
@@ -98,10 +120,11 @@ impl Session {
                 what: "cannot read session",
                 err,
             })?;
-        let (messages, torn) = parse(&bytes).map_err(|detail| Error::Session {
+        let (messages, torn, coaching) = parse(&bytes).map_err(|detail| Error::Session {
             path: self.path.clone(),
             detail,
         })?;
+        self.coaching = coaching;
         for line in torn {
             let notice = format!(
                 "line {line} of {} was cut short by an interrupted write; it is skipped",
@@ -206,6 +229,7 @@ fn named(workspace: &Path, root: &Dir, path: &Path) -> Result<Session> {
         path: path.to_path_buf(),
         place,
         file,
+        coaching: None,
     })
 }
 
@@ -257,6 +281,7 @@ fn latest(workspace: &Path, root: &Dir) -> Result<Session> {
             rel: PathBuf::from(".turn/sessions").join(name),
         },
         file: Some(file),
+        coaching: None,
     })
 }
 
@@ -351,10 +376,13 @@ fn close_torn_line(mut file: File) -> io::Result<File> {
     Ok(file)
 }
 
-/// The messages in a session file's bytes, and the (1-based) lines skipped as torn: cut short
-/// by a kill or a full disk (JSON that ends too early, or the NUL bytes a crash can leave).
-fn parse(bytes: &[u8]) -> std::result::Result<(Vec<Message>, Vec<usize>), String> {
-    let (mut messages, mut torn) = (Vec::new(), Vec::new());
+/// What a session file's bytes hold: the messages, the (1-based) lines skipped as torn (cut
+/// short by a kill or a full disk: JSON that ends too early, or the NUL bytes a crash can
+/// leave), and why notes are on, if a coaching line says so.
+type Parsed = (Vec<Message>, Vec<usize>, Option<String>);
+
+fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
+    let (mut messages, mut torn, mut coaching) = (Vec::new(), Vec::new(), None);
     let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
     for (i, line) in lines.iter().enumerate() {
         let body = line.trim_ascii_end();
@@ -379,13 +407,19 @@ fn parse(bytes: &[u8]) -> std::result::Result<(Vec<Message>, Vec<usize>), String
                     Err(e) => return Err(format!("line {}: {e}", i + 1)),
                 }
             }
+            Err(_) if body.starts_with(b"{\"coaching\"") => {
+                match serde_json::from_slice::<CoachingLine>(body) {
+                    Ok(record) => coaching = Some(record.coaching.why),
+                    Err(_) => torn.push(i + 1),
+                }
+            }
             Err(e) if e.is_eof() => torn.push(i + 1),
             // A last line without its newline is a write the kill cut short.
             Err(_) if i + 1 == lines.len() && !line.ends_with(b"\n") => torn.push(i + 1),
             Err(e) => return Err(format!("line {}: {e}", i + 1)),
         }
     }
-    Ok((messages, torn))
+    Ok((messages, torn, coaching))
 }
 
 /// `2026-12-02T13-33-25` for seconds since the epoch (UTC; civil-from-days, Howard Hinnant).
@@ -470,6 +504,11 @@ impl Reporter for Recorder<'_> {
     fn report(&mut self, event: Event<'_>) {
         match &event {
             Event::Message(message) if message.role != Role::System => self.append(message),
+            Event::Coaching(why) => self.append(&CoachingLine {
+                coaching: Coaching {
+                    why: why.to_string(),
+                },
+            }),
             Event::Compacted {
                 stage,
                 before,
@@ -519,7 +558,7 @@ mod tests {
         assert!(lines[2].starts_with(
             r#"{"compacted":{"stage":"summary","before":900,"after":300,"window":1000,"history":[{"role":"user""#
         ));
-        let (messages, torn) = parse(text.as_bytes()).unwrap();
+        let (messages, torn, _) = parse(text.as_bytes()).unwrap();
         assert!(torn.is_empty());
         assert_eq!(
             messages,
@@ -534,6 +573,24 @@ mod tests {
         // A compaction line torn by a kill is skipped like any other.
         let torn_line = format!("{text}{}", &lines[2][..40]);
         assert_eq!(parse(torn_line.as_bytes()).unwrap().1, [5]);
+    }
+
+    #[test]
+    fn a_coaching_line_survives_compaction_and_is_no_message() {
+        let coaching = serde_json::to_string(&CoachingLine {
+            coaching: Coaching { why: "why".into() },
+        })
+        .unwrap();
+        assert_eq!(coaching, r#"{"coaching":{"why":"why"}}"#);
+        let user = serde_json::to_string(&Message::user("task")).unwrap();
+        let compacted =
+            r#"{"compacted":{"stage":"elide","before":2,"after":1,"window":null,"history":[]}}"#;
+        let text = format!("{user}\n{coaching}\n{compacted}\n");
+        let (messages, torn, why) = parse(text.as_bytes()).unwrap();
+        assert!(messages.is_empty() && torn.is_empty());
+        assert_eq!(why.as_deref(), Some("why"));
+        let (_, _, why) = parse(format!("{user}\n").as_bytes()).unwrap();
+        assert_eq!(why, None);
     }
     use crate::cli::Session as Which;
     use std::os::unix::fs::symlink;
@@ -667,7 +724,7 @@ mod tests {
         bytes.extend_from_slice(cut_in_a_char);
         bytes.extend_from_slice(b"\n\0\0\0\0\n");
         bytes.extend_from_slice(line.as_bytes());
-        let (messages, torn) = parse(&bytes).unwrap();
+        let (messages, torn, _) = parse(&bytes).unwrap();
         assert_eq!(messages.len(), 2);
         assert_eq!(torn, [2, 3]);
         let err = parse(b"{\"role\":\"user\",\"content\":\"a\"}\nnot json\n").unwrap_err();

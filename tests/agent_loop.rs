@@ -22,6 +22,13 @@ fn turn_in(ws: &Workspace, mock: &Mock, stream: bool, args: &[&str]) -> Run {
     })
 }
 
+/// A call written as text, in a ```json fence, as models that cannot call tools natively
+/// write them: it switches the notes on (see coach).
+fn written(name: &str, arguments: serde_json::Value) -> Reply {
+    let call = json!({"name": name, "arguments": arguments});
+    Reply::Text(Box::leak(format!("```json\n{call}\n```").into_boxed_str()))
+}
+
 #[test]
 fn a_plain_answer_goes_to_stdout() {
     both(|stream| {
@@ -345,10 +352,10 @@ fn no_preload_sends_the_prompt_alone_and_a_resumed_session_is_not_listed_again()
 fn an_answer_that_repeats_a_result_is_asked_to_go_on_with_the_task_restated() {
     let ws = Workspace::new();
     let mock = Mock::start(vec![
-        calls(&[(
+        written(
             "bash",
             json!({"command": "echo the quick brown fox jumps over the lazy dog; echo and keeps on running far away"}),
-        )]),
+        ),
         Reply::Text("<tool_response>\nthe quick brown fox\n</tool_response>"),
         Reply::Text("The fox ran."),
     ]);
@@ -440,10 +447,10 @@ fn a_chat_template_tag_for_a_file_s_whole_content_is_refused() {
     let ws = Workspace::new();
     ws.write("test_x.py", "import unittest\n");
     let mock = Mock::start(vec![
-        calls(&[(
+        written(
             "write_file",
             json!({"path": "test_x.py", "content": "<tool_response>"}),
-        )]),
+        ),
         Reply::Text("ok"),
         Reply::Text("I could not write it."),
     ]);
@@ -462,320 +469,16 @@ fn a_chat_template_tag_for_a_file_s_whole_content_is_refused() {
     );
 }
 
-const TREE_TASK: &str =
-    "How many files are here? Answer in one line, for example: \"5 files, most in lib/core\".";
-
-#[test]
-fn an_answer_that_copies_the_tasks_example_before_looking_must_call_a_tool_next() {
-    let ws = Workspace::new();
-    ws.write("a.py", "");
-    let mock = Mock::start(vec![
-        Reply::Text("5 files, most in lib/core"),
-        bash("ls | wc -l"),
-        // Not the same answer as before the note (that would be final), but a copy still.
-        Reply::Text("5 Files, most in lib/core."),
-        Reply::Text("1 file, in ."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
-    assert!(run
-        .stderr
-        .contains("the answer copies the task's example before looking; asking the model to look"));
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 4);
-    let note = chats[1].last_content();
-    assert!(
-        note.starts_with("[turn: your answer copies the example the task gives (\"5 files, most in lib/core\"): no tool has looked"),
-        "{note}"
-    );
-    assert!(
-        note.ends_with(&format!("\n\nThe task: {TREE_TASK}")),
-        "{note}"
-    );
-    // The note asks for a call, and the request after it requires one; no other does.
-    assert_eq!(chats[1].body["tool_choice"], "required");
-    for i in [0, 2, 3] {
-        assert_eq!(chats[i].body.get("tool_choice"), None, "request {i}");
-    }
-    // Copied again after a look: the model is told to answer from the results, with no call
-    // required; its next answer is final.
-    assert!(run
-        .stderr
-        .contains("the answer copies the task's example; asking the model to answer from what the tools showed"));
-    assert!(chats[3]
-        .last_content()
-        .contains("the example only shows the form of the answer"));
-    assert_eq!(run.stdout.lines().last(), Some("1 file, in ."));
-}
-
-#[test]
-fn figures_the_task_asks_to_compute_are_asked_for_again_when_no_command_ran() {
-    let ws = Workspace::new();
-    ws.write("sales.csv", "region,amount\nNorth,1.50\nNorth,2.25\n");
-    let task = "From sales.csv, compute the total amount per region into totals.csv.";
-    let mock = Mock::start(vec![
-        // A command that fails computes nothing.
-        bash("python3 totals.py"),
-        calls(&[(
-            "write_file",
-            json!({"path": "totals.csv", "content": "region,total\nNorth,4.00\n"}),
-        )]),
-        Reply::Text("Done: totals.csv has the totals."),
-        bash("awk -F, 'NR>1 {t+=$2} END {print t}' sales.csv"),
-        Reply::Text("North: 3.75."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
-    assert!(run.stderr.contains(
-        "the task asks for computed figures and no command has worked; asking the model to compute them"
-    ));
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 5);
-    let note = chats[3].last_content();
-    assert!(
-        note.starts_with(
-            "[turn: the task asks for figures computed from the data, and no command has worked yet"
-        ),
-        "{note}"
-    );
-    assert!(note.ends_with(&format!("\n\nThe task: {task}")), "{note}");
-    // Once a command has worked, the answer is taken.
-    assert_eq!(chats[4].last_content(), "3.75\n");
-    assert_eq!(run.stdout.lines().last(), Some("North: 3.75."));
-
-    // An answer after a command worked, or to a task that computes nothing, gets no such note.
-    let mock = Mock::start(vec![
-        bash("cat sales.csv"),
-        Reply::Text("The total is 3.75."),
-        Reply::Text("Two lines."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
-    assert_eq!(mock.chats().len(), 2);
-    assert_eq!(run.stdout.lines().last(), Some("The total is 3.75."));
-    let run = turn_in(
-        &ws,
-        &mock,
-        true,
-        &["--no-preload", "How many lines has sales.csv?"],
-    )
-    .expect(0);
-    assert_eq!(run.stdout.lines().last(), Some("Two lines."));
-    assert!(!run.stderr.contains("computed figures"), "{}", run.stderr);
-}
-
-#[test]
-fn a_server_that_refuses_tool_choice_gets_the_request_without_it() {
-    let ws = Workspace::new();
-    let refusal = Reply::Raw {
-        status: 400,
-        headers: vec![],
-        body: "{\"error\":{\"message\":\"Unrecognized request argument supplied: tool_choice\"}}"
-            .into(),
-    };
-    let mock = Mock::start(vec![
-        Reply::Text("5 files, most in lib/core"),
-        refusal,
-        Reply::Text("I looked: 1 file."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
-    assert_eq!(run.stdout.lines().last(), Some("I looked: 1 file."));
-    let chats = mock.chats();
-    assert_eq!(chats[1].body["tool_choice"], "required");
-    assert_eq!(chats[2].body.get("tool_choice"), None);
-    assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
-}
-
-#[test]
-fn a_command_the_task_says_to_run_is_run_by_turn_when_the_model_answers_without_it() {
-    let ws = Workspace::new();
-    ws.write("check.sh", "echo checked >> log.txt; echo ALL GOOD\n");
-    let task = "Fix notes.txt, then make sure the checks pass (`sh check.sh`).";
-    let mock = Mock::start(vec![
-        bash("sh check.sh"),
-        calls(&[(
-            "write_file",
-            json!({"path": "notes.txt", "content": "fixed\n"}),
-        )]),
-        Reply::Text("Done, the checks pass."),
-        Reply::Text("Done: notes.txt is fixed and the checks pass."),
-    ]);
-    let run = turn_in(&ws, &mock, false, &["--json", "--no-preload", task]).expect(0);
-    // The check ran before the change, so turn runs it again after the answer.
-    assert_eq!(ws.read("log.txt"), "checked\nchecked\n");
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 4);
-    // The roles take turns: the answer, a note, turn's call, its result, a note.
-    let messages = chats[3].messages();
-    let roles: Vec<&str> = messages
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    let at = messages
-        .iter()
-        .position(|m| m["content"] == "Done, the checks pass.")
-        .unwrap();
-    assert_eq!(
-        roles[at..],
-        ["assistant", "user", "assistant", "tool", "user"],
-        "{messages:#?}"
-    );
-    assert_eq!(
-        messages[at + 1]["content"],
-        "[turn: the task says to run `sh check.sh`, and it has not run since the last change, so turn runs it now.]"
-    );
-    let call = &messages[at + 2]["tool_calls"][0]["function"];
-    assert_eq!(call["name"], "bash");
-    assert_eq!(
-        call["arguments"],
-        json!({"command": "sh check.sh"}).to_string()
-    );
-    assert_eq!(messages[at + 3]["content"], "ALL GOOD\n");
-    let note = messages[at + 4]["content"].as_str().unwrap();
-    assert!(
-        note.starts_with("[turn: the output of the command the task gives is above."),
-        "{note}"
-    );
-    assert!(note.ends_with(&format!("\n\nThe task: {task}")), "{note}");
-    assert_eq!(chats[3].body.get("tool_choice"), None);
-    let events: Vec<serde_json::Value> = run
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let origins: Vec<_> = events
-        .iter()
-        .filter(|e| e["type"] == "tool_call")
-        .map(|e| e["origin"].as_str().unwrap())
-        .collect();
-    assert_eq!(origins, ["native", "native", "turn"]);
-    assert_eq!(
-        events.last().unwrap()["text"],
-        "Done: notes.txt is fixed and the checks pass."
-    );
-    assert_eq!(events.last().unwrap()["type"], "done");
-}
-
-#[test]
-fn a_command_the_task_says_to_run_that_ran_after_the_last_change_is_not_run_again() {
-    let ws = Workspace::new();
-    ws.write("check.sh", "echo checked >> log.txt\n");
-    let task = "Fix notes.txt, then make sure the checks pass (`sh check.sh`).";
-    let mock = Mock::start(vec![
-        calls(&[(
-            "write_file",
-            json!({"path": "notes.txt", "content": "fixed\n"}),
-        )]),
-        bash("sh check.sh"),
-        Reply::Text("Done, the checks pass."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
-    assert_eq!(ws.read("log.txt"), "checked\n");
-    assert_eq!(mock.chats().len(), 3);
-    assert!(!run.stderr.contains("turn runs it"), "{}", run.stderr);
-}
-
-#[test]
-fn what_is_left_of_a_text_to_replace_everywhere_is_searched_and_its_fix_offered() {
-    let ws = Workspace::new();
-    ws.write(
-        "src/net.py",
-        "def recieve():\n    \"\"\"Recieve one.\"\"\"\n",
-    );
-    ws.write("README.md", "Call recieve().\n");
-    ws.write("check.sh", "echo ALL GOOD\n");
-    let task = "The word \"receive\" is misspelled as \"recieve\" in this project. Fix every \
-                occurrence, then make sure the checks pass (`sh check.sh`).";
-    let fix = "sed -i 's/Recieve/Receive/g' -- 'src/net.py'";
-    let mock = Mock::start(vec![
-        bash("sed -i 's/recieve/receive/g' src/net.py README.md"),
-        Reply::Text("Done."),
-        bash(fix),
-        Reply::Text("Fixed, the checks pass."),
-        Reply::Text("All done."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
-    assert_eq!(
-        ws.read("src/net.py"),
-        "def receive():\n    \"\"\"Receive one.\"\"\"\n"
-    );
-    assert_eq!(ws.read("README.md"), "Call receive().\n");
-    assert!(run.stderr.contains(
-        "the task asks for a text to be replaced everywhere; turn searches for what is left"
-    ));
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 5);
-    // The answer, a note, turn's search, what it found, a note with the fix to copy.
-    let messages = chats[2].messages();
-    let at = messages
-        .iter()
-        .position(|m| m["content"] == "Done.")
-        .unwrap();
-    assert_eq!(
-        messages[at + 1]["content"],
-        "[turn: the task asks for \"recieve\" to be replaced everywhere, so turn searches the files for what is left of it (in any case) now.]"
-    );
-    let search = &messages[at + 2]["tool_calls"][0]["function"]["arguments"];
-    let search: serde_json::Value = serde_json::from_str(search.as_str().unwrap()).unwrap();
-    assert!(search["command"]
-        .as_str()
-        .unwrap()
-        .starts_with("grep -rnFi "));
-    assert_eq!(
-        messages[at + 3]["content"],
-        "./src/net.py:2:    \"\"\"Recieve one.\"\"\"\n"
-    );
-    let note = messages[at + 4]["content"].as_str().unwrap();
-    assert!(
-        note.starts_with("[turn: \"Recieve\" is still found in src/net.py, on the lines above, so the task is not done."),
-        "{note}"
-    );
-    let offer = json!({"name": "bash", "arguments": {"command": fix}}).to_string();
-    assert!(
-        note.contains(&format!("reply with only this call:\n{offer}]")),
-        "{note}"
-    );
-    assert!(note.ends_with(&format!("\n\nThe task: {task}")), "{note}");
-    // After the fix, the search does not run again: the command the task gives does.
-    let last = chats[4].messages();
-    let ran = &last[last.len() - 3]["tool_calls"][0]["function"]["arguments"];
-    assert_eq!(ran, &json!({"command": "sh check.sh"}).to_string());
-    assert_eq!(run.stdout.lines().last(), Some("All done."));
-}
-
-#[test]
-fn a_search_that_finds_nothing_left_lets_the_answer_stand() {
-    let ws = Workspace::new();
-    ws.write("a.py", "old_name = 1\nprint(old_name)\n");
-    let task = "Rename `old_name` to `new_name` everywhere.";
-    let mock = Mock::start(vec![
-        bash("sed -i 's/old_name/new_name/g' a.py"),
-        Reply::Text("Renamed."),
-        Reply::Text("Renamed; none is left."),
-    ]);
-    // The session, which holds the task and so the old name, is not searched.
-    let run = turn_in(&ws, &mock, false, &[task]).expect(0);
-    assert_eq!(ws.read("a.py"), "new_name = 1\nprint(new_name)\n");
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 3);
-    let messages = chats[2].messages();
-    let found = &messages[messages.len() - 2]["content"];
-    assert_eq!(found, "none left\n");
-    let note = chats[2].last_content();
-    assert!(
-        note.starts_with("[turn: the search above finds no \"old_name\" left. If the rest of the task is done, answer in one or two sentences.]"),
-        "{note}"
-    );
-    assert_eq!(run.stdout.lines().last(), Some("Renamed; none is left."));
-}
-
 #[test]
 fn an_answer_after_a_change_that_failed_and_was_not_made_since_is_asked_to_make_it() {
     let ws = Workspace::new();
     ws.write("notes.txt", "old\n");
     let task = "Change old to new in notes.txt.";
     let failing = || {
-        calls(&[(
+        written(
             "edit_file",
             json!({"path": "notes.txt", "old_text": "nowhere", "new_text": "new"}),
-        )])
+        )
     };
     let mock = Mock::start(vec![
         failing(),
@@ -808,10 +511,10 @@ fn a_failed_change_put_right_since_lets_the_answer_stand() {
     let ws = Workspace::new();
     ws.write("notes.txt", "old\n");
     let mock = Mock::start(vec![
-        calls(&[(
+        written(
             "write_file",
             json!({"path": "notes.txt", "content": "<tool_response>"}),
-        )]),
+        ),
         calls(&[(
             "write_file",
             json!({"path": "notes.txt", "content": "new\n"}),
@@ -834,126 +537,6 @@ fn a_failed_change_put_right_since_lets_the_answer_stand() {
     );
 }
 
-/// TREE_TASK run in an empty workspace against a model that copies the example, is told so,
-/// looks (`ls | wc -l`), answers `answer`, and then, if asked again, "0 files.".
-fn tree_task_answered_after_a_look(answer: String) -> (Run, Mock) {
-    let ws = Workspace::new();
-    let answer: &'static str = Box::leak(answer.into_boxed_str());
-    let mock = Mock::start(vec![
-        Reply::Text("5 files, most in lib/core"),
-        bash("ls | wc -l"),
-        Reply::Text(answer),
-        Reply::Text("0 files."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", TREE_TASK]).expect(0);
-    (run, mock)
-}
-
-#[test]
-fn an_answer_that_echoes_the_restated_task_is_judged_without_it() {
-    // The 1.5B model, after a note: the task restated (as the notes end, or as the note on a
-    // repeated task has it), then the example.
-    for restated in ["The task:", "The task was:"] {
-        let (run, mock) = tree_task_answered_after_a_look(format!(
-            "{restated} {TREE_TASK}\n\nThe answer is 5 files, most in lib/core."
-        ));
-        assert!(
-            run.stderr.contains(
-                "the answer copies the task's example; asking the model to answer from what the tools showed"
-            ),
-            "{restated}: {}",
-            run.stderr
-        );
-        assert_eq!(mock.chats().len(), 4);
-        assert_eq!(run.stdout.lines().last(), Some("0 files."));
-    }
-}
-
-#[test]
-fn an_answer_that_repeats_the_task_is_asked_to_answer_it() {
-    let ws = Workspace::new();
-    ws.write("a.py", "");
-    let task = "How many Python source files are in this directory tree, counting all \
-                subdirectories? Answer in one line.";
-    let mock = Mock::start(vec![
-        bash("find . -name '*.py' | wc -l"),
-        // The 1.5B model's answer after a look: the question again.
-        Reply::Text(
-            "How many Python source files are in this directory tree, counting all subdirectories?",
-        ),
-        Reply::Text("1 file, in ."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
-    assert!(
-        run.stderr
-            .contains("the answer repeats the task; asking the model to answer it"),
-        "{}",
-        run.stderr
-    );
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 3);
-    let note = chats[2].last_content();
-    // The task in the middle, what to do last: the model copies the end of a note.
-    assert_eq!(
-        note,
-        format!(
-            "[turn: your answer repeats the task's words; it does not answer it.]\n\nThe task \
-             was: {task}\n\n[turn: Read the tools' results above again and answer the task \
-             from them, in the form it asks for; if they do not tell yet, call a tool that \
-             finds out.]"
-        )
-    );
-    // A tool had looked, so no call is required.
-    assert_eq!(chats[2].body.get("tool_choice"), None);
-    assert_eq!(run.stdout.lines().last(), Some("1 file, in ."));
-}
-
-#[test]
-fn an_answer_that_is_only_a_notes_restatement_of_the_task_repeats_it() {
-    // The 1.5B model, after a note (here: the example copied) and a look: the note's last
-    // lines, copied.
-    let (run, mock) = tree_task_answered_after_a_look(format!("The task: {TREE_TASK}"));
-    assert!(
-        run.stderr
-            .contains("the answer repeats the task; asking the model to answer it"),
-        "{}",
-        run.stderr
-    );
-    // Not taken for an empty answer.
-    assert!(
-        !run.stderr.contains("answered with nothing"),
-        "{}",
-        run.stderr
-    );
-    assert_eq!(mock.chats().len(), 4);
-    assert!(mock.chats()[3]
-        .last_content()
-        .starts_with("[turn: your answer repeats the task's words"));
-    assert_eq!(run.stdout.lines().last(), Some("0 files."));
-}
-
-#[test]
-fn an_answer_that_repeats_the_task_before_looking_must_call_a_tool_next() {
-    let ws = Workspace::new();
-    let task = "Which directory of this tree holds the most Python files? Answer in one line.";
-    let mock = Mock::start(vec![
-        Reply::Text("Which directory of this tree holds the most Python files?"),
-        bash("ls"),
-        Reply::Text("None: there are no Python files."),
-    ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", task]).expect(0);
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 3);
-    assert!(chats[1]
-        .last_content()
-        .contains("No tool has looked at anything yet"));
-    assert_eq!(chats[1].body["tool_choice"], "required");
-    assert_eq!(
-        run.stdout.lines().last(),
-        Some("None: there are no Python files.")
-    );
-}
-
 #[test]
 fn an_empty_answer_is_asked_to_go_on_once() {
     let ws = Workspace::new();
@@ -963,7 +546,19 @@ fn an_empty_answer_is_asked_to_go_on_once() {
         Reply::Text(""),
         Reply::Text(""),
     ]);
-    let run = turn_in(&ws, &mock, true, &["--no-preload", "TASK-7: say something"]).expect(0);
+    // The text protocol switches the notes on from the start.
+    let run = turn_in(
+        &ws,
+        &mock,
+        true,
+        &[
+            "--no-preload",
+            "--tool-protocol",
+            "text",
+            "TASK-7: say something",
+        ],
+    )
+    .expect(0);
     assert_eq!(run.stdout.lines().last(), Some("Here it is."));
     // The empty assistant message is not sent, so the note joins the task's message.
     let note = mock.chats()[1].last_content();
@@ -975,7 +570,13 @@ fn an_empty_answer_is_asked_to_go_on_once() {
         note.ends_with("\n\nThe task: TASK-7: say something"),
         "{note}"
     );
-    // The same empty answer after its note is final.
+    // Resumed with the default protocol, the session's record keeps the notes on; the same
+    // empty answer after its note is final.
     turn_in(&ws, &mock, true, &["--no-preload", "-c", "again"]).expect(0);
-    assert_eq!(mock.chats().len(), 4);
+    let chats = mock.chats();
+    assert_eq!(chats.len(), 4);
+    assert!(chats[3].body.get("tools").is_some());
+    assert!(chats[3]
+        .last_content()
+        .contains("[turn: your reply was empty."));
 }

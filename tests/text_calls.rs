@@ -116,14 +116,23 @@ const AN_ANSWER: &str = "Put this in config.json:\n\n```json\n{\"name\": \"demo\
 #[test]
 fn an_answer_with_a_json_example_and_a_bash_block_runs_nothing() {
     both(|stream| {
+        // A model that has not shown it needs notes: the answer is final, in one request.
         let ws = Workspace::new();
+        let mock = Mock::start(vec![Reply::Text(AN_ANSWER), Reply::Text("never asked for")]);
+        let run = turn_with(&ws, &mock, stream, &["how do I configure it?"]).expect(0);
+        assert_eq!(run.stdout, format!("{AN_ANSWER}\n"));
+        assert_eq!(mock.chats().len(), 1);
+        assert!(!exists(&ws.path("should-not-exist")));
+        assert!(!exists(&ws.path("nor-this")));
+
+        // With the notes on (here: the text protocol), the model is asked once whether it
+        // meant to run the commands; its second answer is final whatever it says.
         let mock = Mock::start(vec![
             Reply::Text(AN_ANSWER),
             Reply::Text("Set the port in config.json."),
         ]);
-        let run = turn_with(&ws, &mock, stream, &["how do I configure it?"]).expect(0);
-        // The answer hands over a command, so the model is asked once whether it meant to run
-        // it; its second answer is final whatever it says.
+        let args = ["--tool-protocol", "text", "how do I configure it?"];
+        let run = turn_with(&ws, &mock, stream, &args).expect(0);
         assert_eq!(
             run.stdout,
             format!("{AN_ANSWER}\nSet the port in config.json.\n")
@@ -134,7 +143,7 @@ fn an_answer_with_a_json_example_and_a_bash_block_runs_nothing() {
         assert_eq!(chats.len(), 2);
         let note = chats[1].last_content();
         assert!(
-            note.starts_with("[turn: your reply called no tool, so nothing was run"),
+            note.contains("[turn: your reply called no tool, so nothing was run"),
             "{note}"
         );
         // The block's commands are offered back as the call that would run them.
@@ -151,29 +160,18 @@ fn an_answer_with_a_json_example_and_a_bash_block_runs_nothing() {
 }
 
 #[test]
-fn a_block_that_starts_with_no_command_is_not_offered_back_as_one() {
+fn only_a_block_marked_as_shell_is_offered_back_as_a_call() {
     let ws = Workspace::new();
-    let answer = "1. Read it:\n   ```bash\n   read_file mathutil.py\n   ```\n2. Then test it.";
-    let mock = Mock::start(vec![Reply::Text(answer), Reply::Text("ok")]);
-    turn_with(&ws, &mock, true, &["--no-preload", "test clamp"]).expect(0);
-    let note = mock.chats()[1].last_content();
-    assert!(
-        note.starts_with("[turn: your reply called no tool, so nothing was run"),
-        "{note}"
-    );
-    assert!(!note.contains("reply with only this call"), "{note}");
-    // Nor a sentence in a block; a command is.
-    for (block, offered) in [
-        ("In `sales.csv`, compute the totals.", false),
-        ("# count them\nls | wc -l", true),
+    for (answer, offered) in [
+        ("Its output:\n```\nls | wc -l\n```", false),
+        ("Like this:\n```python\nprint(1)\n```", false),
+        ("Do this:\n```bash\n# count them\nls | wc -l\n```", true),
     ] {
-        let answer = format!("Do this:\n```bash\n{block}\n```");
-        let mock = Mock::start(vec![
-            Reply::Text(Box::leak(answer.into_boxed_str())),
-            Reply::Text("ok"),
-        ]);
-        turn_with(&ws, &mock, true, &["--no-preload", "test clamp"]).expect(0);
+        let mock = Mock::start(vec![Reply::Text(answer), Reply::Text("ok")]);
+        let args = ["--no-preload", "--tool-protocol", "text", "count"];
+        turn_with(&ws, &mock, true, &args).expect(0);
         let note = mock.chats()[1].last_content();
+        assert!(note.contains("[turn: your reply called no tool"), "{note}");
         assert_eq!(
             note.contains("reply with only this call"),
             offered,
@@ -181,6 +179,47 @@ fn a_block_that_starts_with_no_command_is_not_offered_back_as_one() {
         );
     }
 }
+
+/// Code an answer shows, to a model whose notes are on: whole files after their name, a
+/// fixed function, a script and the command that runs it, the task's own command.
+#[test]
+fn code_an_answer_shows_is_never_written_or_run_even_with_notes_on() {
+    let ws = Workspace::new();
+    let old = "def count_words(text):\n    return len(text.split(\" \"))\n";
+    ws.write("wordcount.py", old);
+    let fixed = "def count_words(text):\n    return len(text.split())\n";
+    let answers = [
+        format!("Here's the updated `wordcount.py`:\n\n```python\n{fixed}```"),
+        format!("Here's the corrected code:\n\n```python\n{fixed}```\n\nRun the tests again."),
+        "Save this:\n\n```python\nopen('made.txt', 'w')\n```\n\nRun it with:\n\n```bash\npython3 totals.py\n```".to_string(),
+        "To run the checks, use:\n\n```sh\necho checks ran > ran.txt\n```".to_string(),
+    ];
+    for answer in answers {
+        let answer: &'static str = Box::leak(answer.into_boxed_str());
+        // The first call written as text switches the notes on.
+        let mock = Mock::start(vec![
+            Reply::Text(CAT_WORDCOUNT),
+            Reply::Text(answer),
+            Reply::Text(answer),
+        ]);
+        let task = "Run `echo checks ran > ran.txt`, then fix count_words in wordcount.py.";
+        let run = turn_with(&ws, &mock, true, &["--no-preload", task]).expect(0);
+        assert_eq!(ws.read("wordcount.py"), old, "{answer}");
+        for made in ["ran.txt", "totals.py", "made.txt"] {
+            assert!(!exists(&ws.path(made)), "{made}: {answer}");
+        }
+        assert_eq!(run.stderr.matches("[bash]").count(), 1, "{}", run.stderr);
+        assert!(!run.stderr.contains("[write_file]"), "{}", run.stderr);
+        assert_eq!(
+            mock.chats().len(),
+            3,
+            "one note, then the same answer is final"
+        );
+    }
+}
+
+const CAT_WORDCOUNT: &str =
+    "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"cat wordcount.py\"}}\n```";
 
 #[test]
 fn the_native_protocol_takes_text_as_the_answer() {
@@ -580,172 +619,6 @@ fn a_reply_cut_after_whole_calls_reads_them_and_answers_the_last_as_cut() {
 }
 
 #[test]
-fn a_whole_file_shown_after_its_name_is_written_and_a_snippet_is_not() {
-    let ws = Workspace::new();
-    let old = "import argparse\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    args = parser.parse_args()\n    print(\"Hello\")\n\n\nmain()\n";
-    ws.write("greet.py", old);
-    let new = old.replace("    print(\"Hello\")", "    print(\"HELLO\")");
-    let whole =
-        format!("Here's the updated `greet.py` script:\n\n```python\n{new}```\n\nNow it shouts.");
-    let snippet = "Then in `greet.py` change:\n\n```python\n    print(\"HELLO\")\n```";
-    let mock = Mock::start(vec![
-        Reply::Text(Box::leak(snippet.to_string().into_boxed_str())),
-        Reply::Text(Box::leak(whole.into_boxed_str())),
-        Reply::Text("Done."),
-    ]);
-    let run = turn_with(&ws, &mock, true, &["--no-preload", "make it shout"]).expect(0);
-    assert_eq!(ws.read("greet.py"), new);
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 3);
-    // The snippet was no rewrite: nothing written, the model asked to act.
-    assert!(chats[1]
-        .last_content()
-        .starts_with("[turn: your reply called no tool"));
-    // The whole file went in as a write_file call written as text.
-    let messages = chats[2].messages();
-    let call = &messages[messages.len() - 2];
-    assert_eq!(call["tool_calls"][0]["function"]["name"], "write_file");
-    assert_eq!(
-        chats[2].last_content(),
-        format!("Overwrote greet.py ({} bytes)", new.len())
-    );
-    assert!(run.stderr.contains("[write_file]"), "{}", run.stderr);
-}
-
-#[test]
-fn a_whole_file_shown_with_no_line_naming_it_is_written_when_it_rewrites_the_one_python_file() {
-    let ws = Workspace::new();
-    let old = "#!/usr/bin/env python3\n\"\"\"Greet.\"\"\"\nimport argparse\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument(\"name\")\n    args = parser.parse_args()\n    print(f\"Hello, {args.name}!\")\n\n\nif __name__ == \"__main__\":\n    main()\n";
-    ws.write("greet.py", old);
-    ws.write("notes.py", "TODO = []\n");
-    let new = old.replace(
-        "    print(f\"Hello, {args.name}!\")",
-        "    print(f\"Hello, {args.name}!\".upper())",
-    );
-    let answer = format!("Here's the updated code:\n\n```python\n{new}```\n\nRun it with `python3 greet.py --shout`.");
-    let mock = Mock::start(vec![
-        Reply::Text(Box::leak(answer.into_boxed_str())),
-        Reply::Text("It shouts now."),
-    ]);
-    let run = turn_with(&ws, &mock, true, &["--no-preload", "make it shout"]).expect(0);
-    assert_eq!(ws.read("greet.py"), new);
-    assert_eq!(ws.read("notes.py"), "TODO = []\n");
-    assert!(run.stderr.contains("[write_file]"), "{}", run.stderr);
-    assert_eq!(
-        mock.chats()[1].last_content(),
-        format!("Overwrote greet.py ({} bytes)", new.len())
-    );
-
-    // Two files it could be a rewrite of: neither is written, and the model is asked to act.
-    ws.write("greet2.py", old);
-    let answer = format!("Here's the updated code:\n\n```python\n{new}```");
-    ws.write("greet.py", old);
-    let mock = Mock::start(vec![
-        Reply::Text(Box::leak(answer.into_boxed_str())),
-        Reply::Text("ok"),
-    ]);
-    turn_with(&ws, &mock, true, &["--no-preload", "make it shout"]).expect(0);
-    assert_eq!(ws.read("greet.py"), old);
-    assert_eq!(ws.read("greet2.py"), old);
-    assert!(mock.chats()[1]
-        .last_content()
-        .starts_with("[turn: your reply called no tool"));
-}
-
-#[test]
-fn a_script_shown_for_a_new_file_is_written_and_run_as_the_answer_says() {
-    let ws = Workspace::new();
-    let answer = "You can use the following Python script:\n\n```python\nprint(\"region,total\")\nprint(\"North,3.75\")\n```\n\nRun it with:\n\n```bash\npython3 compute_totals.py\n```";
-    let mock = Mock::start(vec![
-        Reply::Text(answer),
-        Reply::Text("North: 3.75."),
-        Reply::Text(answer),
-        Reply::Text("ok"),
-    ]);
-    let run = turn_with(
-        &ws,
-        &mock,
-        true,
-        &["--no-preload", "--json", "total per region"],
-    )
-    .expect(0);
-    assert_eq!(
-        ws.read("compute_totals.py"),
-        "print(\"region,total\")\nprint(\"North,3.75\")\n"
-    );
-    let chats = mock.chats();
-    assert_eq!(chats.len(), 2);
-    let messages = chats[1].messages();
-    let calls = &messages[messages.len() - 3]["tool_calls"];
-    assert_eq!(calls[0]["function"]["name"], "write_file");
-    assert_eq!(calls[1]["function"]["name"], "bash");
-    assert_eq!(chats[1].last_content(), "region,total\nNorth,3.75\n");
-    assert!(run.stdout.contains(r#""origin":"text""#), "{}", run.stdout);
-
-    // The file is there now: the same answer again writes and runs nothing.
-    ws.write("compute_totals.py", "print(1)\n");
-    turn_with(&ws, &mock, true, &["--no-preload", "again"]).expect(0);
-    assert_eq!(ws.read("compute_totals.py"), "print(1)\n");
-    assert!(mock.chats()[3]
-        .last_content()
-        .starts_with("[turn: your reply called no tool"));
-}
-
-#[test]
-fn a_fixed_function_in_an_answer_goes_into_the_one_file_that_defines_it() {
-    let ws = Workspace::new();
-    let file = "\"\"\"Words.\"\"\"\n\n\ndef count_words(text):\n    return len(text.split(\" \"))\n\n\ndef other():\n    return 1\n";
-    ws.write("pkg/wordcount.py", file);
-    ws.write(
-        "test_wordcount.py",
-        "from pkg.wordcount import count_words\n",
-    );
-    let answer = "The split on a space counts an empty string as one word. Here's the corrected code:\n\n```python\ndef count_words(text):\n    return len(text.split())\n```\n\nRun the tests again.";
-    let mock = Mock::start(vec![
-        Reply::Text(Box::leak(answer.to_string().into_boxed_str())),
-        Reply::Text("Fixed."),
-    ]);
-    let run = turn_with(&ws, &mock, true, &["--no-preload", "fix the failing test"]).expect(0);
-    assert_eq!(
-        ws.read("pkg/wordcount.py"),
-        file.replace("text.split(\" \")", "text.split()")
-    );
-    assert!(run.stderr.contains("[write_file]"), "{}", run.stderr);
-    let result = mock.chats()[1].last_content();
-    assert!(result.starts_with("Overwrote pkg/wordcount.py"), "{result}");
-}
-
-#[test]
-fn a_command_the_task_gives_is_run_when_the_answer_only_shows_it() {
-    let ws = Workspace::new();
-    let answer = "To run the checks, use:\n\n```sh\necho checks ran > ran.txt\n```\n\nIt prints one line per check.";
-    let other = "Or try:\n\n```sh\ntouch not-asked.txt\n```";
-    let mock = Mock::start(vec![
-        Reply::Text(answer),
-        Reply::Text("check_2 failed."),
-        Reply::Text(other),
-        Reply::Text("ok"),
-    ]);
-    turn_with(
-        &ws,
-        &mock,
-        true,
-        &[
-            "--no-preload",
-            "Run `echo checks ran > ran.txt` and tell me what failed.",
-        ],
-    )
-    .expect(0);
-    assert_eq!(ws.read("ran.txt"), "checks ran\n");
-    // A command the task does not give is not run: the model is asked instead.
-    turn_with(&ws, &mock, true, &["--no-preload", "what else?"]).expect(0);
-    assert!(!ws.path("not-asked.txt").exists());
-    assert!(mock.chats()[3]
-        .last_content()
-        .starts_with("[turn: your reply called no tool"));
-}
-
-#[test]
 fn the_same_answer_after_a_note_is_final() {
     let ws = Workspace::new();
     let shown = "Run this:\n\n```sh\nmake totals\n```";
@@ -754,7 +627,13 @@ fn the_same_answer_after_a_note_is_final() {
         Reply::Text(shown),
         Reply::Text("never asked for"),
     ]);
-    let run = turn_with(&ws, &mock, true, &["--no-preload", "compute the totals"]).expect(0);
+    let args = [
+        "--no-preload",
+        "--tool-protocol",
+        "text",
+        "compute the totals",
+    ];
+    let run = turn_with(&ws, &mock, true, &args).expect(0);
     assert_eq!(
         mock.chats().len(),
         2,
@@ -776,6 +655,9 @@ fn a_call_begun_and_not_finished_is_asked_for_whole() {
     let run = turn_with(&ws, &mock, true, &["--no-preload", "TASK-3: write t.py"]).expect(0);
     assert_eq!(ws.read("t.py"), "x = 1\n");
     assert!(run.stderr.contains("begins a tool call it does not finish"));
+    assert!(run.stderr.contains(
+        "turn: the model began a tool call as text and did not finish it: notes after answers that are no answer are on"
+    ));
     let note = mock.chats()[1].last_content();
     assert!(
         note.starts_with("[turn: your reply began a call to write_file but is not complete JSON"),

@@ -300,7 +300,6 @@ impl Keeper {
                 stream: false,
                 max_tokens: Some(reply),
                 response_format: None,
-                require_call: false,
             };
             match client.complete(&request, &mut String::new, &mut Quiet(reporter)) {
                 Ok(reply) => {
@@ -520,7 +519,7 @@ pub fn cut(reply: &Reply) -> Option<&'static str> {
 /// What the model is told of a cut reply: as the result of the call that was cut (`call`),
 /// or as a note when it called nothing.
 pub fn cut_note(why: &str, call: bool) -> String {
-    // Not "say it again": told so, the 1.5B model repeated the task's text as its answer.
+    // "Go on", not "say it again": a model told to say it again may repeat the task instead.
     let (prefix, what, next) = if call {
         (
             "Error: not run. ",

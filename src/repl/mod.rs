@@ -136,6 +136,8 @@ pub fn run(
             "/help" => eprintln!("{}", help()),
             "/reset" => {
                 history.truncate(1); // the system prompt stays
+                                     // A new session starts with notes off, as a new run does.
+                agent.coach = crate::coach::Coach::default();
                 if recorder.path().is_some() {
                     recorder.switch(session::Session::fresh(setup.workspace, &agent.tools.root));
                 }

@@ -5,7 +5,7 @@
 //! regular files are read or written; writes go through a temp file and a rename, keeping the
 //! file's owner, mode and hard links (see `fsafe::Dir::replace`).
 
-use super::{definitions, nearmatch, replace, truncate, Context, Output};
+use super::{nearmatch, replace, truncate, Context, Output};
 use crate::approve::{Action, Approver};
 use crate::sandbox::{self, fsafe, Node};
 use serde::Deserialize;
@@ -176,7 +176,7 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
 /// can put right by calling again (not a refusal of the sandbox, an approval or the file's
 /// kind, which calling again would meet again). Each is one of the errors below. An edit
 /// whose old_text and new_text are the same is no failed change: the model means the file to
-/// stay as it is (measured: the 1.5B model "edits" a file it has already written right).
+/// stay as it is.
 pub fn fixable(error: &str) -> bool {
     const FIXABLE: [&str; 4] = [
         "content is only the tag",
@@ -203,8 +203,7 @@ pub(super) fn write_file(
     ctx: &Context,
     approver: &mut Approver,
 ) -> Result<Output, String> {
-    // A chat template's tag for the whole content is the model's confusion, not a file's text
-    // (measured on Qwen2.5-Coder-1.5B: `"content": "<tool_response>"` over a test file).
+    // A chat template's tag for the whole content is the model's confusion, not a file's text.
     const TAGS: [&str; 4] = [
         "<tool_response>",
         "</tool_response>",
@@ -422,36 +421,12 @@ const MAX_REWRITE_BYTES: u64 = 256 * 1024;
 
 /// Whether `content` is the workspace file `path` written out anew, not a snippet of it or
 /// another file's text: the file exists, differs, and at least half of its distinct non-blank
-/// lines stand in `content`, which has at least 60% as many non-blank lines. An answer's block
-/// taken for a whole file (textcalls::whole_files) is written only then.
-pub fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
+/// lines stand in `content`, which has at least 60% as many non-blank lines.
+fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
     match small_text(ctx, path) {
         Some(old) => old != content && rewrites(&old, content),
         None => false,
     }
-}
-
-/// The one file of `candidates` whose top-level definitions `block` replaces (see
-/// `definitions::splice`), and its text with them replaced; `None` when no file or more than
-/// one would take it.
-pub fn splice_definitions(
-    ctx: &Context,
-    candidates: &[String],
-    block: &str,
-) -> Option<(String, String)> {
-    let mut found = None;
-    for path in candidates {
-        let Some(text) = small_text(ctx, path) else {
-            continue;
-        };
-        if let Some(spliced) = definitions::splice(&text, block) {
-            if found.is_some() {
-                return None;
-            }
-            found = Some((path.clone(), spliced));
-        }
-    }
-    found
 }
 
 /// A workspace file's text, when it is a regular UTF-8 file of at most `MAX_REWRITE_BYTES`.

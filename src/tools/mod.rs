@@ -13,10 +13,8 @@ use std::path::Path;
 use std::time::Duration;
 
 pub mod declared;
-pub mod definitions;
 mod files;
-pub use files::{fixable, is_rewrite, splice_definitions};
-pub use shell::is_program;
+pub use files::fixable;
 pub mod mcp;
 pub mod nearmatch;
 pub mod replace;
@@ -250,6 +248,14 @@ pub fn run(name: &str, arguments: &str, ctx: &Context, approver: &mut Approver) 
         Ok(output) => output,
         Err(message) => Output::error(&message),
     }
+}
+
+/// Whether `path` (relative) is a regular file of the workspace, looked up beneath it with no
+/// symlink followed (see sandbox::fsafe).
+pub fn is_regular_file(ctx: &Context, path: &str) -> bool {
+    ctx.root
+        .metadata(std::path::Path::new(path))
+        .is_ok_and(|meta| meta.is_file())
 }
 
 /// --list-tools: every tool with its source, description and parameters.

@@ -26,20 +26,6 @@ pub(super) fn bash(
     run_line(&args.command, ctx)
 }
 
-/// Whether `word` names a program a command could start: a file of the workspace for a path
-/// (`./run.sh`), else an executable file in a `PATH` directory.
-pub fn is_program(ctx: &Context, word: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if word.contains('/') {
-        return std::fs::metadata(ctx.workspace.join(word)).is_ok_and(|m| m.is_file());
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(word))))
-}
-
 /// Runs a shell line (a `bash` command, or a declared tool's) in the sandbox, and says how it
 /// ended in the text the model reads.
 pub(super) fn run_line(command: &str, ctx: &Context) -> Result<Output, String> {

@@ -71,8 +71,6 @@ struct Refused {
     max_tokens: bool,
     /// Neither name of the reply budget is accepted.
     budget: bool,
-    /// `tool_choice` is refused (or `"required"` is not one of its values here).
-    tool_choice: bool,
 }
 
 /// How long a probe of the server (`Client::probe`) may take.
@@ -92,9 +90,6 @@ pub struct Request<'a> {
     pub max_tokens: Option<u64>,
     /// OpenAI's `response_format`, e.g. a `json_schema` for --output-schema.
     pub response_format: Option<&'a Value>,
-    /// Whether the reply must call a tool (`tool_choice: "required"`; only with `tools`).
-    /// A server that refuses the field gets the request again without it.
-    pub require_call: bool,
 }
 
 #[derive(Serialize)]
@@ -114,8 +109,6 @@ struct Payload<'a> {
     max_completion_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
 }
 
 impl Client {
@@ -269,7 +262,7 @@ impl Client {
     ) -> Result<Reply> {
         let until = self.until();
         // A server that refuses an optional field (the usage in streams, the reply budget or
-        // its name, `tool_choice`) gets the request again without it; each field can be
+        // its name) gets the request again without it; each field can be
         // refused once.
         let response = loop {
             let refused = self.refused.get();
@@ -285,10 +278,6 @@ impl Client {
                 max_tokens: budget.filter(|_| !refused.max_tokens),
                 max_completion_tokens: budget.filter(|_| refused.max_tokens),
                 response_format: request.response_format,
-                tool_choice: (request.require_call
-                    && request.tools.is_some()
-                    && !refused.tool_choice)
-                    .then_some("required"),
             };
             let body = serde_json::to_vec(&body)
                 .map_err(|e| Error::Protocol(format!("cannot encode the request: {e}")))?;
@@ -338,8 +327,6 @@ impl Client {
         let lower = message.to_ascii_lowercase();
         if lower.contains("stream_options") && sent("stream_options") {
             refused.stream_options = true;
-        } else if lower.contains("tool_choice") && sent("tool_choice") {
-            refused.tool_choice = true;
         } else if lower.contains("max_completion_tokens")
             && sent("max_tokens")
             && !refused.max_tokens

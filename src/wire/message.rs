@@ -8,7 +8,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-use std::collections::hash_map::{Entry, HashMap};
+use std::collections::hash_map::{Entry, HashMap, RandomState};
+use std::hash::{BuildHasher, Hasher};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -120,6 +121,24 @@ impl ToolCall {
             function,
         }
     }
+}
+
+/// `call_` and 24 letters or digits, for calls the server sent without a usable id. Random per
+/// process (std's hasher keys are), so resumed histories do not collide.
+pub fn new_call_id() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut id = String::from("call_");
+    let mut bits = 0u64;
+    for i in 0..24 {
+        if i % 8 == 0 {
+            let mut hasher = RandomState::new().build_hasher();
+            hasher.write_usize(i);
+            bits = hasher.finish();
+        }
+        id.push(ALPHABET[(bits % 62) as usize] as char);
+        bits /= 62;
+    }
+    id
 }
 
 /// What `normalize` puts in place of arguments that are not a JSON object.
@@ -503,6 +522,14 @@ pub fn check(history: &[Message]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn call_ids_look_like_openai_ones_and_differ() {
+        let (a, b) = (new_call_id(), new_call_id());
+        assert_eq!(a.len(), 29);
+        assert!(a.starts_with("call_") && a[5..].chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(a, b);
+    }
 
     fn call(id: &str) -> ToolCall {
         ToolCall::new(id, "bash", "{}")

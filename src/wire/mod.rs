@@ -2,15 +2,14 @@
 //! (`client`), the SSE stream and its assembly into one reply (`stream`), the history's
 //! message types with their normalization (`message`), what a server's error says
 //! (`failure`), server addresses as text (`url`: credentials hidden, redirects resolved), calls
-//! written as text (`textcalls`), final answers that leave the task undone (`answer`), the
-//! tool protocols and the text protocol's rendering of a history (`textproto`), what each kind
-//! of local server can tell (`server`), and how the network is crossed (proxy, CAs, what a
-//! failure means: `network`).
+//! written as text (`textcalls`), the tool protocols and the text protocol's rendering of a
+//! history (`textproto`), what each kind of local server can tell (`server`), and how the
+//! network is crossed (proxy, CAs, what a failure means: `network`). How answers are judged is
+//! not the wire's concern (see coach).
 //!
-//! Architecture invariant: `answer`, `stream`, `message`, `failure`, `url`, `textcalls` and
+//! Architecture invariant: `stream`, `message`, `failure`, `url`, `textcalls` and
 //! `textproto` are pure; only `client`, `network::load_trust` and `server::discover` do I/O.
 
-pub mod answer;
 pub mod client;
 pub mod failure;
 pub mod message;

@@ -9,16 +9,10 @@
 //! stand on its own: alone in a fenced block (`json`, `tool_call`, `xml` or no language), inside
 //! call tags, or the whole message (or its whole last paragraph). JSON that names no offered
 //! tool, shell snippets in ```` ```bash ```` blocks and objects quoted inside prose are answers.
-//! One exception, measured on Qwen2.5-Coder-1.5B, which invents tools (`python`): a message
+//! One exception, since small models invent tools (`python`; see the corpus): a message
 //! that is nothing but call objects is a call whatever it names, and whatever shape its
 //! arguments have. Nothing runs then; the tool dispatch answers that the tool does not exist
 //! and lists those that do, or what its arguments must be.
-//!
-//! Beside the calls, the shapes of answers that are no answer, for the loop to act on (see
-//! agent.rs): commands handed over (`hands_over_commands`, `shell_block`), a result echoed
-//! (`echoes_result`), a whole file shown after its name (`whole_files`), a script shown for a
-//! file it then says to run (`new_script`), code blocks and the path-like words of a line
-//! (`code_blocks`, `path_words`).
 //!
 //! Pure: text in, calls out. The unit tests hold a corpus of real shapes and near-misses.
 
@@ -87,239 +81,20 @@ pub fn recognize(text: &str, tools: &[&str]) -> Vec<TextCall> {
     sequence(whole_fence(text).unwrap_or(text), Names::Any).unwrap_or_default()
 }
 
-/// Whether an answer hands the user commands or code to run: a fenced block in a shell or
-/// Python, or with no language. Small models do that instead of calling a tool (measured on
-/// Qwen2.5-Coder-1.5B: "you can run `find … | sort | uniq -c`" in a ```` ```bash ```` block, for a
-/// question it had to answer), so the loop tells it that nothing ran (see agent.rs).
-pub fn hands_over_commands(text: &str) -> bool {
-    const LANGUAGES: [&str; 8] = ["", "sh", "bash", "shell", "console", "zsh", "python", "py"];
-    let mut open = false;
-    for line in text.lines() {
-        if open {
-            open = line.trim() != "```";
-            continue;
-        }
-        if let Some(info) = fence_open(line) {
-            if LANGUAGES.contains(&info.to_ascii_lowercase().as_str()) {
-                return true;
-            }
-            open = true;
+/// The calls of a whole reply's `text` (see `recognize`), each distinct call once: the same
+/// call written again and again in one reply runs once. A reply that was `cut` short may end in
+/// a half-written call, so when the whole text holds none, the whole lines before its last one
+/// are read.
+pub fn in_reply(text: &str, tools: &[&str], cut: bool) -> Vec<TextCall> {
+    let mut calls = recognize(text, tools);
+    if calls.is_empty() && cut {
+        if let Some((whole, _)) = text.trim_end().rsplit_once('\n') {
+            calls = recognize(whole, tools);
         }
     }
-    false
-}
-
-/// The offered tool an answer starts to call without finishing the call: the message (or its
-/// only fenced block) opens with `{"name": "TOOL"` but is no complete JSON. The 1.5B model
-/// stopped at `{"name": "write_file", "arguments": {"path": "t.py", "content": "<tool_response>`;
-/// taken for an answer, the task would end there.
-pub fn unfinished_call<'a>(text: &str, tools: &[&'a str]) -> Option<&'a str> {
-    let mut body = text.trim();
-    if let Some((first, rest)) = body.split_once('\n') {
-        if fence_open(first).is_some() {
-            body = rest.trim_end().strip_suffix("```").unwrap_or(rest).trim();
-        }
-    }
-    let rest = body.strip_prefix('{')?.trim_start();
-    let rest = rest.strip_prefix("\"name\"")?.trim_start();
-    let rest = rest.strip_prefix(':')?.trim_start();
-    let tool = tools
-        .iter()
-        .find(|t| rest.starts_with(&format!("\"{t}\"")))?;
-    serde_json::from_str::<serde::de::IgnoredAny>(body)
-        .is_err()
-        .then_some(*tool)
-}
-
-/// Whether an answer only repeats a tool's result instead of answering: it starts with the
-/// tag a chat template puts around results (Qwen2.5-Coder-1.5B answered
-/// `<tool_response>\nError: …` after a failed edit), or holds the whole of the last result
-/// (`last`, when that is long enough to mean something) and little else.
-pub fn echoes_result(text: &str, last: &str) -> bool {
-    let text = text.trim();
-    let last = last.trim();
-    let tagged = ["<tool_response>", "<tool_result>", "<|tool_response|>"]
-        .iter()
-        .any(|tag| text.starts_with(tag));
-    tagged || (last.len() >= 80 && text.contains(last) && text.len() < last.len() + 200)
-}
-
-/// A whole file written out in an answer, aider's "whole" edit format: a fenced block right
-/// after a line that names one file (`Here's the updated \`greet.py\`:`). Small models write
-/// the finished file that way instead of calling write_file (measured on Qwen2.5-Coder-1.5B,
-/// which then says the task is done). Pure: whether the block really is that file rewritten is
-/// for the caller to judge against the file (see tools::is_rewrite).
-#[derive(Debug, PartialEq)]
-pub struct WholeFile {
-    pub path: String,
-    pub content: String,
-}
-
-pub fn whole_files(text: &str) -> Vec<WholeFile> {
-    code_blocks(text)
-        .into_iter()
-        .filter_map(|block| {
-            let named: Vec<&str> = block
-                .before
-                .map(|b| path_words(b).collect())
-                .unwrap_or_default();
-            match named[..] {
-                [path] => Some(WholeFile {
-                    path: path.to_string(),
-                    content: block.body,
-                }),
-                _ => None,
-            }
-        })
-        .collect()
-}
-
-/// A script an answer shows for a file it then says to run (`python3 totals.py`): the first
-/// Python block, the one `.py` path that a command line of a later shell block runs or that
-/// the line before the block names, and that command line if there is one. Measured on
-/// Qwen2.5-Coder-1.5B: asked for totals, it showed the script, then `python3
-/// compute_totals.py`, which it then called again and again, on a file never written. Pure:
-/// whether the file is new is the caller's to check.
-#[derive(Debug, PartialEq)]
-pub struct NewScript {
-    pub path: String,
-    pub content: String,
-    pub run: Option<String>,
-}
-
-pub fn new_script(text: &str) -> Option<NewScript> {
-    // Not a block with no language: that may be a command's output, shown as an example.
-    const PYTHON: [&str; 3] = ["python", "py", "python3"];
-    const SHELLS: [&str; 6] = ["", "sh", "bash", "shell", "console", "zsh"];
-    let blocks = code_blocks(text);
-    let at = blocks
-        .iter()
-        .position(|b| PYTHON.contains(&b.info.to_ascii_lowercase().as_str()))?;
-    let script = &blocks[at];
-    // A line that runs a script by name: `python3 x.py` and plain arguments, nothing else.
-    let runs = |line: &str| -> Option<(String, String)> {
-        let line = line.trim();
-        let line = line.strip_prefix("$ ").unwrap_or(line).trim();
-        let mut words = line.split_whitespace();
-        let program = words.next()?;
-        let path = words.next()?;
-        let plain = |c: char| c.is_alphanumeric() || "._-/=,".contains(c);
-        let ok = ["python3", "python"].contains(&program)
-            && path.ends_with(".py")
-            && path_words(path).next() == Some(path)
-            && line.chars().all(|c| plain(c) || c == ' ');
-        ok.then(|| (path.to_string(), line.to_string()))
-    };
-    let mut commands: Vec<(String, String)> = blocks[at + 1..]
-        .iter()
-        .filter(|b| SHELLS.contains(&b.info.to_ascii_lowercase().as_str()))
-        .flat_map(|b| b.body.lines().filter_map(runs).collect::<Vec<_>>())
-        .collect();
-    commands.dedup();
-    let mut paths: Vec<String> = commands.iter().map(|(p, _)| p.clone()).collect();
-    paths.extend(script.before.into_iter().flat_map(|b| {
-        path_words(b)
-            .filter(|w| w.ends_with(".py"))
-            .map(String::from)
-    }));
-    paths.sort();
-    paths.dedup();
-    match (&paths[..], &commands[..]) {
-        ([path], commands) if !script.body.trim().is_empty() && commands.len() <= 1 => {
-            Some(NewScript {
-                path: path.clone(),
-                content: script.body.clone(),
-                run: commands.first().map(|(_, line)| line.clone()),
-            })
-        }
-        _ => None,
-    }
-}
-
-/// A closed fenced block of an answer: the non-blank line before it (if it follows one
-/// directly, blank lines aside), its info string, and its body with a final newline.
-#[derive(Debug, PartialEq)]
-pub struct CodeBlock<'a> {
-    pub before: Option<&'a str>,
-    pub info: &'a str,
-    pub body: String,
-}
-
-pub fn code_blocks(text: &str) -> Vec<CodeBlock<'_>> {
-    let mut out = Vec::new();
-    let mut lines = text.lines();
-    let mut before: Option<&str> = None;
-    while let Some(line) = lines.next() {
-        let Some(info) = fence_open(line) else {
-            if !line.trim().is_empty() {
-                before = Some(line);
-            }
-            continue;
-        };
-        let mut body = String::new();
-        let mut closed = false;
-        for inner in lines.by_ref() {
-            if inner.trim() == "```" {
-                closed = true;
-                break;
-            }
-            body.push_str(inner);
-            body.push('\n');
-        }
-        if closed {
-            out.push(CodeBlock { before, info, body });
-        }
-        before = None;
-    }
-    out
-}
-
-/// The words of `text` that could be relative paths to files (pure): trimmed of quotes,
-/// brackets and sentence punctuation; with a name, a dot and an extension in their last part,
-/// no absolute path and no `..`.
-pub fn path_words(text: &str) -> impl Iterator<Item = &str> {
-    const AROUND: &[char] = &[
-        '`', '"', '\'', '(', ')', '[', ']', '{', '}', '<', '>', ',', ';', ':', '!', '?', '.', '*',
-    ];
-    text.split_whitespace().filter_map(|word| {
-        let word = word.trim_matches(AROUND);
-        let last = word.rsplit('/').next()?;
-        let (stem, ext) = last.rsplit_once('.')?;
-        let plain = |c: char| c.is_alphanumeric() || "._-/+".contains(c);
-        let ok = !stem.is_empty()
-            && !ext.is_empty()
-            && ext.chars().all(|c| c.is_ascii_alphanumeric())
-            && word.len() <= 200
-            && word.chars().all(plain)
-            && !word.starts_with('/')
-            && !word.starts_with('-')
-            && !word.split('/').any(|part| part == ".." || part.is_empty());
-        ok.then_some(word)
-    })
-}
-
-/// The commands of an answer's first shell block (```` ```bash ````, `sh`, `shell`,
-/// `console` or no language), for the note that offers them back as a call.
-pub fn shell_block(text: &str) -> Option<String> {
-    const SHELLS: [&str; 6] = ["", "sh", "bash", "shell", "console", "zsh"];
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let Some(info) = fence_open(line) else {
-            continue;
-        };
-        let body: Vec<&str> = lines.by_ref().take_while(|l| l.trim() != "```").collect();
-        if SHELLS.contains(&info.to_ascii_lowercase().as_str()) {
-            let commands: Vec<&str> = body
-                .iter()
-                .map(|l| l.trim_start().strip_prefix("$ ").unwrap_or(l))
-                .filter(|l| !l.trim().is_empty())
-                .collect();
-            if !commands.is_empty() {
-                return Some(commands.join("\n"));
-            }
-        }
-    }
-    None
+    let mut seen = std::collections::HashSet::new();
+    calls.retain(|call| seen.insert((call.name.clone(), call.arguments.clone())));
+    calls
 }
 
 /// Which tool names a call may have.
@@ -564,7 +339,7 @@ fn fenced(text: &str, names: Names) -> Vec<TextCall> {
 }
 
 /// The language of a line that opens a fence (`` ```json ``), or `None`.
-fn fence_open(line: &str) -> Option<&str> {
+pub fn fence_open(line: &str) -> Option<&str> {
     let trimmed = line.trim_start();
     if line.len() - trimmed.len() > 3 {
         return None;
@@ -1126,97 +901,6 @@ mod tests {
     }
 
     #[test]
-    fn a_block_after_a_line_naming_one_file_is_that_file() {
-        let text = "We add the flag.\n\nHere's the updated `greet.py` script:\n\n```python\nimport sys\n\nprint(1)\n```\n\nNow run it.";
-        assert_eq!(
-            whole_files(text),
-            [WholeFile {
-                path: "greet.py".into(),
-                content: "import sys\n\nprint(1)\n".into()
-            }]
-        );
-        // Two names, none, an unclosed block: nothing.
-        assert!(whole_files("Compare a.py and b.py:\n```\nx\n```").is_empty());
-        assert!(whole_files("Like this:\n```python\nx\n```").is_empty());
-        assert!(whole_files("In a.py:\n```python\nx\n").is_empty());
-        // Each block goes with the line before it only.
-        let two = "a.py:\n```\n1\n```\n```\n2\n```\nb.txt\n```\n3\n```";
-        let paths: Vec<String> = whole_files(two).into_iter().map(|w| w.path).collect();
-        assert_eq!(paths, ["a.py", "b.txt"]);
-    }
-
-    #[test]
-    fn a_script_shown_then_run_by_name_is_that_new_file_and_its_command() {
-        // The 1.5B model's shape, shortened.
-        let text = "You can use the following Python script:\n\n```python\nimport csv\nprint(1)\n```\n\nSave it and run:\n\n```bash\npython3 compute_totals.py\n```";
-        assert_eq!(
-            new_script(text),
-            Some(NewScript {
-                path: "compute_totals.py".into(),
-                content: "import csv\nprint(1)\n".into(),
-                run: Some("python3 compute_totals.py".into()),
-            })
-        );
-        // Named on the line before, with no command: the file alone; `$ ` prompts and plain
-        // arguments are taken.
-        let named = "Put this in `totals.py`:\n```python\nprint(2)\n```";
-        assert_eq!(
-            new_script(named).map(|s| (s.path, s.run)),
-            Some(("totals.py".into(), None))
-        );
-        let prompted = "```py\nprint(3)\n```\n```console\n$ python t.py --out=x.csv\n```";
-        assert_eq!(
-            new_script(prompted).and_then(|s| s.run),
-            Some("python t.py --out=x.csv".into())
-        );
-        // Not a script for one file: two files, a command with shell syntax, no command and
-        // no name, an empty block, a command before the script, another language, a block with
-        // no language (output, as likely as code).
-        for text in [
-            "```python\nx\n```\n```sh\npython3 a.py\npython3 b.py\n```",
-            "```python\nx\n```\n```sh\npython3 a.py; rm -rf ~\n```",
-            "```python\nx\n```\n```sh\npython3 a.py > out.txt\n```",
-            "Here it is:\n```python\nx\n```",
-            "In a.py:\n```python\n\n```\n```sh\npython3 a.py\n```",
-            "```sh\npython3 a.py\n```\n```python\nx\n```",
-            "```js\nx\n```\n```sh\npython3 a.py\n```",
-            "Its output:\n```\nx\n```\n```sh\npython3 a.py\n```",
-            "In a.py:\n```python\nx\n```\n```sh\npython3 b.py\n```",
-        ] {
-            assert_eq!(new_script(text), None, "{text}");
-        }
-    }
-
-    #[test]
-    fn words_that_name_files() {
-        let text = "Fix `src/net.py` and greet.py, then \"docs/guide.md\". See test_x.py: and \
-                    config.toml. Not e.g. this, 3.14, -o.txt, /etc/passwd.txt, ../up.py, \
-                    a//b.py, .env, lib/core, python3 -m unittest, src/a.py:3: or x.py*";
-        let words: Vec<&str> = path_words(text).collect();
-        assert_eq!(
-            words,
-            [
-                "src/net.py",
-                "greet.py",
-                "docs/guide.md",
-                "test_x.py",
-                "config.toml",
-                "e.g",
-                "3.14",
-                "x.py"
-            ]
-        );
-    }
-
-    #[test]
-    fn the_first_shell_block_is_taken_for_its_commands() {
-        let text = "Look:\n```toml\nport = 1\n```\nThen:\n```console\n$ ls -R\n\n$ wc -l a\n```\n```bash\nno\n```";
-        assert_eq!(shell_block(text).as_deref(), Some("ls -R\nwc -l a"));
-        assert_eq!(shell_block("```python\nx = 1\n```"), None);
-        assert_eq!(shell_block("```\n\n```"), None);
-    }
-
-    #[test]
     fn a_message_that_is_only_a_call_keeps_arguments_of_the_wrong_shape() {
         let text = r#"{"name": "bash", "arguments": ["sleep 30; echo finished", "notes.txt"]}"#;
         let found = recognize(text, &OURS);
@@ -1231,74 +915,6 @@ mod tests {
         let prose = format!("Try this:\n\n{text}\n\nIt lists them.");
         assert!(recognize(&prose, &OURS).is_empty());
         assert!(recognize(r#"{"name": "bash", "arguments": null}"#, &OURS).is_empty());
-    }
-
-    #[test]
-    fn a_call_begun_and_not_finished() {
-        let cut =
-            r#"{"name": "write_file", "arguments": {"path": "t.py", "content": "<tool_response>"#;
-        assert_eq!(unfinished_call(cut, &OURS), Some("write_file"));
-        let fenced = "```json\n{ \"name\" : \"bash\", \"arguments\": {\"command\": \"ls\"\n```";
-        assert_eq!(unfinished_call(fenced, &OURS), Some("bash"));
-        // A whole call, another tool's name, or prose: nothing unfinished.
-        let whole = r#"{"name": "bash", "arguments": {"command": "ls"}}"#;
-        assert_eq!(unfinished_call(whole, &OURS), None);
-        assert_eq!(
-            unfinished_call(r#"{"name": "python", "arguments": {"#, &OURS),
-            None
-        );
-        assert_eq!(
-            unfinished_call("The name \"bash\" is a shell.", &OURS),
-            None
-        );
-    }
-
-    #[test]
-    fn answers_that_repeat_a_result() {
-        let result = "Error: old_text was not found in greet.py. The lines most like it are these \
-                      (line number, tab, text):\n11\t    print(message)";
-        assert!(echoes_result(
-            &format!("<tool_response>\n{result}\n</tool_response>"),
-            ""
-        ));
-        assert!(echoes_result(&format!("\n{result}\n"), result));
-        assert!(!echoes_result(
-            "The check that failed is check_1517.",
-            result
-        ));
-        let quoted = format!(
-            "It failed because of this:\n{result}\n{}",
-            "I fixed it. ".repeat(30)
-        );
-        assert!(
-            !echoes_result(&quoted, result),
-            "an answer that quotes a result is an answer"
-        );
-        assert!(!echoes_result("8", "8"), "short results are not compared");
-    }
-
-    #[test]
-    fn answers_that_hand_over_commands() {
-        let yes = [
-            "You can run:\n\n```bash\nfind . -name '*.py' | wc -l\n```\n",
-            "Like this:\n```sh\npip install run_checks\n```",
-            "```\nls -R\n```",
-            "Add this:\n```python\ndef clamp(x): ...\n```",
-            "First the config:\n```toml\nport = 1\n```\nthen:\n```console\n$ make\n```",
-        ];
-        for text in yes {
-            assert!(hands_over_commands(text), "{text}");
-        }
-        let no = [
-            "The port is now 9090.",
-            "8 files, most in src/app.",
-            "It looked like this:\n```toml\nport = 8080\n```",
-            "Run `make test` to check.",
-            "A fence inside a line ```bash is not a block.",
-        ];
-        for text in no {
-            assert!(!hands_over_commands(text), "{text}");
-        }
     }
 
     /// Small models invent tools. A message that is nothing but such a call is still a call,
@@ -1352,6 +968,16 @@ mod tests {
             calls(text, &OURS),
             one("bash", serde_json::json!({"command": "ls"}))
         );
+    }
+
+    #[test]
+    fn a_reply_runs_each_call_once_and_a_cut_one_up_to_its_last_line() {
+        let call = r#"{"name": "bash", "arguments": {"command": "ls"}}"#;
+        let twice = format!("{call}\n{call}");
+        assert_eq!(in_reply(&twice, &OURS, false).len(), 1);
+        let cut = format!("{call}\n{{\"name\": \"bash\", \"argu");
+        assert_eq!(in_reply(&cut, &OURS, true).len(), 1);
+        assert!(in_reply(&cut, &OURS, false).is_empty());
     }
 
     #[test]
