@@ -16,6 +16,7 @@ mod sandbox;
 mod schema;
 mod session;
 mod signal;
+mod state;
 mod terminal;
 mod tools;
 mod wire;
@@ -89,6 +90,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
             max_output: args.max_output,
             sandbox: crate::sandbox::exec::Runner::unconfined(&workspace),
             read_only: args.sandbox == Mode::ReadOnly,
+            protected: Vec::new(),
             root,
             user: user_tools(args, &workspace, front)?,
         };
@@ -122,7 +124,8 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
     // Everything that can be checked locally is, before the server is asked anything.
     let approver = approver(args)?;
-    let sandbox = layers::runner(&sandbox_settings(args, &workspace))?;
+    let protected = protected(args, &workspace, front);
+    let sandbox = layers::runner(&sandbox_settings(args, &workspace, &protected))?;
     let tools = tools::Context {
         workspace: &workspace,
         root,
@@ -130,6 +133,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         max_output: args.max_output,
         sandbox,
         read_only: args.sandbox == Mode::ReadOnly,
+        protected,
         // MCP servers run as the user set them up, outside the commands' sandbox.
         user: user_tools(args, &workspace, front)?,
     };
@@ -358,8 +362,14 @@ fn client(args: &Args, base_url: &str) -> Result<Client> {
     )
 }
 
-fn sandbox_settings<'a>(args: &'a Args, workspace: &'a Path) -> Settings<'a> {
+fn sandbox_settings<'a>(
+    args: &'a Args,
+    workspace: &'a Path,
+    protected: &'a [PathBuf],
+) -> Settings<'a> {
     Settings {
+        protected,
+        host_tmp: args.host_tmp,
         mode: args.sandbox,
         workspace,
         writable: &args.writable,
@@ -370,10 +380,28 @@ fn sandbox_settings<'a>(args: &'a Args, workspace: &'a Path) -> Settings<'a> {
     }
 }
 
+/// The paths commands and file tools must not change (see sandbox::protect): none with
+/// --writable-protected.
+fn protected(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Vec<PathBuf> {
+    if args.writable_protected || args.sandbox != Mode::WorkspaceWrite {
+        return Vec::new();
+    }
+    let extra: Vec<PathBuf> = state::dir().into_iter().collect();
+    let found = sandbox::protect::scan(workspace, &extra);
+    if found.cut {
+        let notice = "the workspace is too large to look for every .git in it; only those \
+                      found first are read-only to commands";
+        front.report(Event::Notice(notice));
+    }
+    found.paths
+}
+
 /// `turn --sandbox-check`: which layers work here; exit 0 when all of them do.
 fn sandbox_check(args: &Args) -> ExitCode {
-    let checked = workspace(&args.workspace)
-        .and_then(|workspace| layers::check(&sandbox_settings(args, &workspace)));
+    let checked = workspace(&args.workspace).and_then(|workspace| {
+        let protected = protected(args, &workspace, &mut report::Console::new(false, false));
+        layers::check(&sandbox_settings(args, &workspace, &protected))
+    });
     match checked {
         Ok((report, complete)) => {
             print!("{report}");

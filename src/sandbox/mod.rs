@@ -18,6 +18,7 @@ pub mod landlock;
 pub mod layers;
 mod namespaces;
 pub mod paths;
+pub mod protect;
 pub mod screen;
 mod seccomp;
 pub(crate) mod sys;

@@ -54,6 +54,9 @@ pub struct Context<'a> {
     pub sandbox: crate::sandbox::exec::Runner,
     /// `--sandbox read-only`: the file tools write nothing.
     pub read_only: bool,
+    /// Paths the file tools write nothing beneath (every .git and .turn, see
+    /// `sandbox::protect`), resolved.
+    pub protected: Vec<std::path::PathBuf>,
     /// Declared and MCP tools.
     pub user: UserTools,
 }
@@ -423,6 +426,7 @@ mod tests {
             max_output,
             sandbox: crate::sandbox::exec::Runner::unconfined(workspace),
             read_only: false,
+            protected: Vec::new(),
             user: UserTools::default(),
         }
     }
