@@ -15,6 +15,7 @@ mod report;
 mod sandbox;
 mod schema;
 mod session;
+mod sha256;
 mod signal;
 mod state;
 mod terminal;
@@ -124,6 +125,9 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
     // Everything that can be checked locally is, before the server is asked anything.
     let approver = approver(args)?;
+    // MCP servers run as the user set them up, outside the commands' sandbox; vouching for
+    // them records state that the protected paths then include.
+    let user = user_tools(args, &workspace, front)?;
     let protected = protected(args, &workspace, front);
     let sandbox = layers::runner(&sandbox_settings(args, &workspace, &protected))?;
     let tools = tools::Context {
@@ -134,8 +138,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         sandbox,
         read_only: args.sandbox == Mode::ReadOnly,
         protected,
-        // MCP servers run as the user set them up, outside the commands' sandbox.
-        user: user_tools(args, &workspace, front)?,
+        user,
     };
 
     let base_url = base_url(args, front)?;
@@ -268,9 +271,17 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
         files.push((local, false));
     }
     for (path, named) in files {
-        let file = declared::load(&path)
+        let mut file = declared::load(&path)
             .map_err(|e| Error::Usage(format!("tools file {}: {e}", path.display())))?;
-        for tool in file.tools {
+        if named {
+            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+            let key = format!("tools file {}", canonical.display());
+            let pins = vouch(args, workspace, &key, Some(&path), &file)?;
+            for server in &mut file.servers {
+                server.vouched = Some((key.clone(), pins.clone()));
+            }
+        }
+        for tool in std::mem::take(&mut file.tools) {
             if user.declared.iter().any(|t| t.name == tool.name) {
                 return Err(Error::Usage(format!(
                     "tools file {}: the tool \"{}\" is already declared in {}",
@@ -298,7 +309,14 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
         servers.extend(file.servers);
     }
     for flag in &args.mcp {
-        servers.push(declared::mcp_flag(flag).map_err(Error::Usage)?);
+        let mut server = declared::mcp_flag(flag).map_err(Error::Usage)?;
+        let key = format!("--mcp {flag}");
+        let only = declared::ToolsFile {
+            tools: Vec::new(),
+            servers: vec![server.clone()],
+        };
+        server.vouched = Some((key.clone(), vouch(args, workspace, &key, None, &only)?));
+        servers.push(server);
     }
     for (i, server) in servers.iter().enumerate() {
         if servers[..i].iter().any(|s| s.name == server.name) {
@@ -327,6 +345,31 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
         front.report(Event::Notice(&notice));
     }
     Ok(user)
+}
+
+/// Vouches for a tools file (or an --mcp server): the file and the workspace files its
+/// commands name are pinned the first time, and must be unchanged later (see tools::vouch).
+fn vouch(
+    args: &Args,
+    workspace: &Path,
+    key: &str,
+    path: Option<&Path>,
+    file: &tools::declared::ToolsFile,
+) -> Result<Vec<tools::vouch::Pin>> {
+    let mut words: Vec<&str> = Vec::new();
+    for server in &file.servers {
+        words.push(&server.command);
+        words.extend(server.args.iter().map(String::as_str));
+    }
+    words.extend(file.tools.iter().map(|t| t.command.as_str()));
+    let canonical = |p: &Path| p.canonicalize().ok().filter(|c| c.is_file());
+    let mut files: Vec<PathBuf> = path.and_then(canonical).into_iter().collect();
+    for named in tools::vouch::named(workspace, &words, canonical) {
+        if !files.contains(&named) {
+            files.push(named);
+        }
+    }
+    tools::vouch::check(key, &files, args.vouch).map_err(Error::Usage)
 }
 
 /// The client, with the proxy and the CAs the environment and --ca-cert give; warns once when
@@ -386,6 +429,7 @@ fn protected(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Vec<Pat
     if args.writable_protected || args.sandbox != Mode::WorkspaceWrite {
         return Vec::new();
     }
+    // turn's state inside the workspace (what the user vouched for) is kept read-only too.
     let extra: Vec<PathBuf> = state::dir().into_iter().collect();
     let found = sandbox::protect::scan(workspace, &extra);
     if found.cut {

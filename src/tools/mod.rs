@@ -22,6 +22,7 @@ pub mod nearmatch;
 pub mod replace;
 mod shell;
 pub mod truncate;
+pub mod vouch;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Tool {
