@@ -183,24 +183,27 @@ fn protected<'a>(settings: &Settings<'a>) -> &'a [PathBuf] {
 /// What the machine offers, with the holder already started where namespaces work.
 fn probe(settings: &Settings, dirs: &[PathBuf]) -> Result<(Offered, Option<(Recipe, Holder)>)> {
     let mut holder = None;
-    let namespaces = if settings.mode == Mode::Off {
-        Err("--sandbox off".to_string())
-    } else {
-        let private = private_mounts(settings);
-        let recipe = Recipe::new(dirs, !settings.no_network, &private, protected(settings))
-            .map_err(|err| Error::File {
-                path: settings.workspace.to_path_buf(),
-                what: "cannot set up the sandbox for",
-                err,
-            })?;
-        match Holder::start(&recipe) {
-            Ok(started) => {
-                holder = Some((recipe, started));
-                Ok(())
+    let namespaces =
+        if settings.mode == Mode::Off {
+            Err("--sandbox off".to_string())
+        } else {
+            let private = private_mounts(settings);
+            let visible = [settings.workspace.to_path_buf()];
+            let network = !settings.no_network;
+            let recipe = Recipe::new(dirs, &visible, network, &private, protected(settings))
+                .map_err(|err| Error::File {
+                    path: settings.workspace.to_path_buf(),
+                    what: "cannot set up the sandbox for",
+                    err,
+                })?;
+            match Holder::start(&recipe) {
+                Ok(started) => {
+                    holder = Some((recipe, started));
+                    Ok(())
+                }
+                Err(why) => Err(why.to_string()),
             }
-            Err(why) => Err(why.to_string()),
-        }
-    };
+        };
     let offered = Offered {
         landlock: landlock::abi(),
         seccomp: seccomp::available(),

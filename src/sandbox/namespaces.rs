@@ -137,11 +137,13 @@ impl Unavailable {
     }
 }
 
-/// A directory that stays writable inside: its path and the inode it must still be.
+/// A directory that stays writable inside (or visible: see `Recipe::new`): its path and the
+/// inode it must still be.
 struct Writable {
     path: CString,
     dev: u64,
     ino: u64,
+    read_only: bool,
 }
 
 /// A tmpfs mounted over a host directory inside: the run's own /tmp and /dev/shm.
@@ -180,24 +182,34 @@ impl Recipe {
     /// `writable` are canonical directories; `network: false` adds a network namespace;
     /// `private` are mounted over (those that exist); `protected` are canonical paths kept
     /// read-only (those that exist).
+    /// `visible` are canonical directories mounted back read-only where a private mount
+    /// would hide them (the workspace under /tmp in `read-only`).
     pub fn new(
         writable: &[PathBuf],
+        visible: &[PathBuf],
         network: bool,
         private: &[Private],
         protected: &[PathBuf],
     ) -> io::Result<Recipe> {
-        let mut dirs: Vec<&PathBuf> = writable.iter().collect();
-        dirs.sort_by_key(|d| d.components().count());
+        let mut dirs: Vec<(&PathBuf, bool)> = writable.iter().map(|d| (d, false)).collect();
+        for dir in visible {
+            if !writable.contains(dir) && private.iter().any(|p| dir.starts_with(&p.path)) {
+                dirs.push((dir, true));
+            }
+        }
+        dirs.sort_by_key(|(d, _)| d.components().count());
         dirs.dedup();
         let mut list = Vec::new();
-        for dir in &dirs {
+        for (dir, read_only) in &dirs {
             let meta = std::fs::metadata(dir)?;
             list.push(Writable {
                 path: cstring(dir)?,
                 dev: meta.dev(),
                 ino: meta.ino(),
+                read_only: *read_only,
             });
         }
+        let dirs: Vec<&PathBuf> = dirs.iter().map(|(d, _)| *d).collect();
         let private: Vec<&Private> = private.iter().filter(|p| p.path.is_dir()).collect();
         let mut places: Vec<PathBuf> = Vec::new();
         for dir in &dirs {
@@ -221,6 +233,7 @@ impl Recipe {
                     path: cstring(path)?,
                     dev: meta.dev(),
                     ino: meta.ino(),
+                    read_only: true,
                 });
             }
         }
@@ -521,6 +534,9 @@ unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
                 errno: 18, // EXDEV
             });
         }
+        if dir.read_only && !read_only_tree(trees[i]) {
+            return Err(Failed::now(STEP_READ_ONLY));
+        }
     }
     let attr = [MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0];
     if sys::syscall(
@@ -570,7 +586,6 @@ unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
 /// # Safety
 /// System calls only; `recipe` was prepared before the clone.
 unsafe fn protect(recipe: &Recipe) -> Result<(), Failed> {
-    let attr = [MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0];
     for path in &recipe.protected {
         let flags = OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | sys::O_CLOEXEC as c_uint;
         let tree = sys::syscall(
@@ -589,14 +604,7 @@ unsafe fn protect(recipe: &Recipe) -> Result<(), Failed> {
                 errno: 18, // EXDEV
             });
         }
-        let done = sys::syscall(
-            sys::MOUNT_SETATTR,
-            tree as c_long,
-            c"".as_ptr(),
-            (AT_RECURSIVE | AT_EMPTY_PATH) as c_long,
-            attr.as_ptr(),
-            std::mem::size_of_val(&attr) as c_long,
-        ) == 0
+        let done = read_only_tree(tree)
             && sys::syscall(
                 sys::MOVE_MOUNT,
                 tree as c_long,
@@ -611,6 +619,22 @@ unsafe fn protect(recipe: &Recipe) -> Result<(), Failed> {
         sys::close(tree);
     }
     Ok(())
+}
+
+/// Makes a detached tree (from open_tree) read-only, all of it.
+///
+/// # Safety
+/// A system call only.
+unsafe fn read_only_tree(tree: c_int) -> bool {
+    let attr = [MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0];
+    sys::syscall(
+        sys::MOUNT_SETATTR,
+        tree as c_long,
+        c"".as_ptr(),
+        (AT_RECURSIVE | AT_EMPTY_PATH) as c_long,
+        attr.as_ptr(),
+        std::mem::size_of_val(&attr) as c_long,
+    ) == 0
 }
 
 /// Gives up the holder's capabilities and makes it undumpable, so no command can read its
