@@ -409,3 +409,150 @@ fn a_planted_giant_session_is_neither_chosen_nor_read_whole() {
         "over the 256 MiB turn reads as a session",
     );
 }
+
+// ---- Without namespaces (the Landlock fallback), and as an unprivileged user ----
+
+/// Whether turn can be run where user namespaces are forbidden (`unshare -Ur` with the
+/// nested limit at 0), as tests/isolation.rs does.
+fn fallback_possible() -> bool {
+    Command::new("unshare")
+        .args([
+            "-Ur",
+            "sh",
+            "-c",
+            "echo 0 > /proc/sys/user/max_user_namespaces",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `command` (a turn invocation) run through `wrapper` (a program and its arguments), with
+/// the same environment and directory.
+fn wrapped(wrapper: &[&str], command: &Command) -> Command {
+    let mut outer = Command::new(wrapper[0]);
+    outer
+        .args(&wrapper[1..])
+        .arg(command.get_program())
+        .args(command.get_args());
+    outer.env_clear();
+    for (key, value) in command.get_envs() {
+        if let Some(value) = value {
+            outer.env(key, value);
+        }
+    }
+    if let Some(dir) = command.get_current_dir() {
+        outer.current_dir(dir);
+    }
+    outer.stdin(std::process::Stdio::null());
+    outer
+}
+
+const NO_NAMESPACES: [&str; 5] = [
+    "unshare",
+    "-Ur",
+    "sh",
+    "-c",
+    "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
+];
+
+#[test]
+fn without_namespaces_the_hosts_tmp_is_still_read_only_and_temp_files_work() {
+    require_python!();
+    if !fallback_possible() {
+        println!("skipped: cannot forbid user namespaces here (unshare -Ur)");
+        return;
+    }
+    let host = HostTmp::new("fallback");
+    let program = host.0.join("backup.sh");
+    std::fs::write(&program, "echo backing up\n").unwrap();
+    let ws = repositories();
+    let script = format!(
+        "echo evil > {p}; echo evil > /tmp/turn-fallback-planted; \
+         python3 -c 'import multiprocessing; multiprocessing.Lock(); print(\"lock-ok\")'; \
+         echo x > /dev/shm/turn-fallback-$$ && rm /dev/shm/turn-fallback-$$ && echo shm-ok; \
+         t=$(mktemp) && echo tmp-ok; echo \"tmpdir=$TMPDIR\"",
+        p = program.display()
+    );
+    let mock = Mock::start(vec![bash(&script), Reply::Text("ok")]);
+    let mut command = turn(&ws, &mock);
+    command.arg("go");
+    run(wrapped(&NO_NAMESPACES, &command)).expect(0);
+    let told = mock.chats()[1].last_content();
+    assert_eq!(
+        std::fs::read_to_string(&program).unwrap(),
+        "echo backing up\n",
+        "{told}"
+    );
+    assert!(!Path::new("/tmp/turn-fallback-planted").exists(), "{told}");
+    for ok in ["lock-ok", "shm-ok", "tmp-ok"] {
+        assert_has(&told, ok);
+    }
+    let tmpdir = told.split("tmpdir=").nth(1).unwrap().trim();
+    assert!(tmpdir.starts_with("/tmp/turn-"), "{told}");
+    assert!(
+        !Path::new(tmpdir).exists(),
+        "turn's own temp dir is removed at the end"
+    );
+}
+
+/// The uid the unprivileged runs use.
+const NOBODY: u32 = 65534;
+
+fn chown_all(path: &Path) {
+    let done = Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(path)
+        .status();
+    assert!(done.unwrap().success());
+}
+
+#[test]
+fn an_unprivileged_user_gets_the_same_private_tmp_and_protected_git() {
+    require_namespaces!();
+    require_python!();
+    // SAFETY: geteuid has no side effects.
+    if unsafe { geteuid() } != 0 {
+        println!("skipped: not root, so the tests already run unprivileged (see the others)");
+        return;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        println!("skipped: no setpriv to switch to an unprivileged user");
+        return;
+    }
+    let host = HostTmp::new("nobody");
+    let program = host.0.join("build.sh");
+    std::fs::write(&program, "echo building\n").unwrap();
+    let socket = host.0.join("default");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    chown_all(&host.0);
+    let ws = repositories();
+    chown_all(&ws.dir);
+    let script = format!(
+        "echo evil > {p}; {c}; echo evil > .git/config; echo evil > sub/.git; \
+         echo x > /dev/shm/f && echo shm-ok; t=$(mktemp) && echo tmp-ok",
+        p = program.display(),
+        c = connect(&socket)
+    );
+    let mock = Mock::start(vec![bash(&script), Reply::Text("ok")]);
+    let mut command = turn(&ws, &mock);
+    command.arg("go");
+    let id = NOBODY.to_string();
+    let user = ["setpriv", "--reuid", &id, "--regid", &id, "--clear-groups"];
+    run(wrapped(&user, &command)).expect(0);
+    let told = mock.chats()[1].last_content();
+    assert_eq!(
+        std::fs::read_to_string(&program).unwrap(),
+        "echo building\n",
+        "{told}"
+    );
+    assert_has(&told, "refused 2");
+    assert!(listener.accept().is_err(), "nothing connected");
+    unchanged(&ws, &told);
+    assert_has(&told, "shm-ok");
+    assert_has(&told, "tmp-ok");
+}
+
+extern "C" {
+    fn geteuid() -> u32;
+}
