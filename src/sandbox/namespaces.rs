@@ -3,9 +3,12 @@
 //!
 //! A small process, the holder, creates them and is PID 1 in them. It maps the user's own uid
 //! and gid (so files keep their owners), makes its copy of the mount tree private, clones the
-//! writable directories (workspace, temp dir, `--writable`), turns every mount read-only
-//! (`mount_setattr`, recursive), puts the clones back on top, and mounts a `/proc` that shows
-//! only the sandbox's processes. Outside the writable directories every write, chmod, chown,
+//! writable directories (workspace, `--writable`), turns every mount read-only
+//! (`mount_setattr`, recursive), mounts a capped tmpfs over /tmp and /dev/shm (the run's own:
+//! the host's /tmp, its files and Unix sockets, are out of sight), puts the clones back on top
+//! (making their places in the tmpfs when they lie under /tmp), puts a read-only copy of each
+//! protected path over itself (every `.git`, `.turn`), and mounts a `/proc` that shows only
+//! the sandbox's processes. Outside the writable directories every write, chmod, chown,
 //! utime and setxattr then fails with EROFS, also for root. It then gives up its own
 //! capabilities, becomes undumpable, and waits: it dies with turn (a pipe's EOF and
 //! PR_SET_PDEATHSIG), and when it dies the kernel kills everything left in its PID namespace.
@@ -512,7 +515,7 @@ fn set_up(recipe: &Recipe, report: c_int, ctl: c_int) -> Result<c_int, Failed> {
 /// # Safety
 /// System calls only; `recipe` was prepared before the clone.
 unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
-    // At most this many writable directories (the workspace, the temp dir, --writable ones).
+    // At most this many writable directories (the workspace, --writable ones).
     const MAX: usize = 64;
     let mut trees = [-1 as c_int; MAX];
     for (i, dir) in recipe.writable.iter().enumerate().take(MAX) {
