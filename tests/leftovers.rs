@@ -556,3 +556,18 @@ fn an_unprivileged_user_gets_the_same_private_tmp_and_protected_git() {
 extern "C" {
     fn geteuid() -> u32;
 }
+
+#[test]
+fn after_a_timeout_the_fresh_private_tmp_is_writable_again() {
+    require_namespaces!();
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![
+        bash("echo before > /tmp/f; sleep 30"),
+        bash("cat /tmp/f; echo after > /tmp/f && echo x > /dev/shm/g && echo writable"),
+        Reply::Text("ok"),
+    ]);
+    go(&ws, &mock, &["--timeout", "1", "go"]).expect(0);
+    let told = mock.chats()[2].last_content();
+    assert_has(&told, "No such file"); // a new holder, a new /tmp
+    assert_has(&told, "writable");
+}
