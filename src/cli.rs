@@ -698,7 +698,10 @@ mod tests {
         assert_eq!(a.sandbox, Mode::ReadOnly);
         assert_eq!(a.approve, Some(Approve::Dangerous));
         assert!(a.no_network && a.require_landlock && !a.require_isolation);
+        assert!(!a.host_tmp && !a.writable_protected && !a.vouch);
         assert_eq!(a.writable, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        let a = args(&["--host-tmp", "--writable-protected", "--vouch", "x"]);
+        assert!(a.host_tmp && a.writable_protected && a.vouch);
         let a = args(&[
             "--require-isolation",
             "--pass-env",

@@ -194,37 +194,42 @@ impl Recipe {
         private: &[Private],
         protected: &[PathBuf],
     ) -> io::Result<Recipe> {
-        let mut dirs: Vec<(&PathBuf, bool)> = writable.iter().map(|d| (d, false)).collect();
-        for dir in visible {
-            if !writable.contains(dir) && private.iter().any(|p| dir.starts_with(&p.path)) {
-                dirs.push((dir, true));
-            }
-        }
-        dirs.sort_by_key(|(d, _)| d.components().count());
+        let hidden = |dir: &PathBuf| {
+            private
+                .iter()
+                .any(|p| p.path.is_dir() && dir.starts_with(&p.path))
+        };
+        let mut dirs: Vec<&PathBuf> = writable.iter().collect();
+        dirs.extend(
+            visible
+                .iter()
+                .filter(|d| !writable.contains(d) && hidden(d)),
+        );
+        dirs.sort_by_key(|d| d.components().count());
         dirs.dedup();
         let mut list = Vec::new();
-        for (dir, read_only) in &dirs {
+        for dir in &dirs {
             let meta = std::fs::metadata(dir)?;
             list.push(Writable {
                 path: cstring(dir)?,
                 dev: meta.dev(),
                 ino: meta.ino(),
-                read_only: *read_only,
+                read_only: !writable.contains(dir),
             });
         }
-        let dirs: Vec<&PathBuf> = dirs.iter().map(|(d, _)| *d).collect();
         let private: Vec<&Private> = private.iter().filter(|p| p.path.is_dir()).collect();
-        let mut places: Vec<PathBuf> = Vec::new();
+        // Each directory's places from the mount down, parents first (mkdir takes EEXIST).
+        let mut places: Vec<CString> = Vec::new();
         for dir in &dirs {
             if let Some(mount) = private.iter().find(|p| dir.starts_with(&p.path)) {
-                for place in dir.ancestors().filter(|a| a.starts_with(&mount.path)) {
-                    if place != mount.path && !places.iter().any(|p| p == place) {
-                        places.push(place.to_path_buf());
-                    }
+                let mut chain: Vec<&Path> =
+                    dir.ancestors().take_while(|a| *a != mount.path).collect();
+                chain.reverse();
+                for place in chain {
+                    places.push(cstring(place)?);
                 }
             }
         }
-        places.sort_by_key(|d| d.components().count());
         let mut kept = Vec::new();
         for path in protected {
             // Never a symlink: open_tree would not follow it, and git does not need it kept.
@@ -249,10 +254,7 @@ impl Recipe {
                 .iter()
                 .map(|p| Ok((cstring(&p.path)?, CString::new(p.options)?)))
                 .collect::<io::Result<_>>()?,
-            places: places
-                .iter()
-                .map(|p| cstring(p))
-                .collect::<io::Result<_>>()?,
+            places,
             protected: kept,
             network,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
