@@ -571,3 +571,41 @@ fn after_a_timeout_the_fresh_private_tmp_is_writable_again() {
     assert_has(&told, "No such file"); // a new holder, a new /tmp
     assert_has(&told, "writable");
 }
+
+#[test]
+fn git_status_diff_and_log_still_work_in_a_protected_repository() {
+    require_namespaces!();
+    if Command::new("git").arg("--version").output().is_err() {
+        println!("skipped: no git");
+        return;
+    }
+    let ws = Workspace::new();
+    let git = |args: &[&str]| {
+        let done = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(&ws.dir)
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{done:?}");
+    };
+    ws.write("a.txt", "one\n");
+    git(&["init", "-q"]);
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "first"]);
+    let script = "echo two >> a.txt; git status --short && git diff --stat && git log --oneline \
+                  && echo reads-ok; git -c user.name=m -c user.email=m@m commit -qam evil \
+                  || echo commit-refused";
+    let (run, told) = bash_in(&ws, script, &[]);
+    run.expect(0);
+    assert_has(&told, "M a.txt");
+    assert_has(&told, "reads-ok");
+    assert_has(&told, "commit-refused");
+}
