@@ -128,6 +128,9 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     // MCP servers run as the user set them up, outside the commands' sandbox; vouching for
     // them records state that the protected paths then include.
     let user = user_tools(args, &workspace, front)?;
+    if matches!(args.session, cli::Session::Fresh | cli::Session::Latest) {
+        session::make_turn_dir(&root);
+    }
     let protected = protected(args, &workspace, front);
     let sandbox = layers::runner(&sandbox_settings(args, &workspace, &protected))?;
     let tools = tools::Context {

@@ -358,6 +358,13 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// Makes `.turn` (and its `.gitignore`) now, if missing: a run that will record a session
+/// makes it before its commands start, so that it is among the protected paths from the
+/// start (best effort: recording reports its own failure).
+pub fn make_turn_dir(root: &Dir) {
+    let _ = sessions_dir(root, false);
+}
+
 /// `.turn/sessions` beneath the workspace, made 0700 (and `.turn` with its `.gitignore`).
 fn sessions_dir(root: &Dir, sessions: bool) -> io::Result<Dir> {
     let turn = root.create_dirs(Path::new(".turn"), 0o700)?;

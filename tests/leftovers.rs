@@ -609,3 +609,16 @@ fn git_status_diff_and_log_still_work_in_a_protected_repository() {
     assert_has(&told, "reads-ok");
     assert_has(&told, "commit-refused");
 }
+
+#[test]
+fn a_turn_directory_made_by_this_run_is_protected_from_its_start() {
+    require_namespaces!();
+    let ws = Workspace::new();
+    let script = "mkdir -p .turn/sessions; echo '{}' > .turn/tools.json; \
+                  echo '{}' > .turn/sessions/zzz.jsonl; ls -A .turn";
+    let (run, told) = bash_in(&ws, script, &[]);
+    run.expect(0);
+    assert_has(&told, "Read-only file system");
+    assert!(!ws.path(".turn/tools.json").exists(), "{told}");
+    assert!(!ws.path(".turn/sessions/zzz.jsonl").exists(), "{told}");
+}
