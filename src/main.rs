@@ -279,7 +279,8 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
         if named {
             let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
             let key = format!("tools file {}", canonical.display());
-            let pins = vouch(args, workspace, &key, Some(&path), &file)?;
+            let pins = tools::vouch::vouch_for(workspace, &key, Some(&path), &file, args.vouch)
+                .map_err(Error::Usage)?;
             for server in &mut file.servers {
                 server.vouched = Some((key.clone(), pins.clone()));
             }
@@ -318,7 +319,8 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
             tools: Vec::new(),
             servers: vec![server.clone()],
         };
-        server.vouched = Some((key.clone(), vouch(args, workspace, &key, None, &only)?));
+        let pins = tools::vouch::vouch_for(workspace, &key, None, &only, args.vouch);
+        server.vouched = Some((key.clone(), pins.map_err(Error::Usage)?));
         servers.push(server);
     }
     for (i, server) in servers.iter().enumerate() {
@@ -348,31 +350,6 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
         front.report(Event::Notice(&notice));
     }
     Ok(user)
-}
-
-/// Vouches for a tools file (or an --mcp server): the file and the workspace files its
-/// commands name are pinned the first time, and must be unchanged later (see tools::vouch).
-fn vouch(
-    args: &Args,
-    workspace: &Path,
-    key: &str,
-    path: Option<&Path>,
-    file: &tools::declared::ToolsFile,
-) -> Result<Vec<tools::vouch::Pin>> {
-    let mut words: Vec<&str> = Vec::new();
-    for server in &file.servers {
-        words.push(&server.command);
-        words.extend(server.args.iter().map(String::as_str));
-    }
-    words.extend(file.tools.iter().map(|t| t.command.as_str()));
-    let canonical = |p: &Path| p.canonicalize().ok().filter(|c| c.is_file());
-    let mut files: Vec<PathBuf> = path.and_then(canonical).into_iter().collect();
-    for named in tools::vouch::named(workspace, &words, canonical) {
-        if !files.contains(&named) {
-            files.push(named);
-        }
-    }
-    tools::vouch::check(key, &files, args.vouch).map_err(Error::Usage)
 }
 
 /// The client, with the proxy and the CAs the environment and --ca-cert give; warns once when

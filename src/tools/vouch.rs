@@ -125,6 +125,31 @@ pub fn check(key: &str, files: &[PathBuf], again: bool) -> Result<Vec<Pin>, Stri
     Ok(now)
 }
 
+/// Vouches for what a tools file (`path`, none for `--mcp`) starts: the file itself and the
+/// workspace files its servers' and tools' commands name (see `check`).
+pub fn vouch_for(
+    workspace: &Path,
+    key: &str,
+    path: Option<&Path>,
+    file: &super::declared::ToolsFile,
+    again: bool,
+) -> Result<Vec<Pin>, String> {
+    let mut words: Vec<&str> = Vec::new();
+    for server in &file.servers {
+        words.push(&server.command);
+        words.extend(server.args.iter().map(String::as_str));
+    }
+    words.extend(file.tools.iter().map(|t| t.command.as_str()));
+    let canonical = |p: &Path| p.canonicalize().ok().filter(|c| c.is_file());
+    let mut files: Vec<PathBuf> = path.and_then(canonical).into_iter().collect();
+    for named in named(workspace, &words, canonical) {
+        if !files.contains(&named) {
+            files.push(named);
+        }
+    }
+    check(key, &files, again)
+}
+
 /// Compares `pinned` with the files now, before a restart.
 pub fn recheck(key: &str, pinned: &[Pin]) -> Result<(), String> {
     let files: Vec<PathBuf> = pinned.iter().map(|p| p.path.clone()).collect();
