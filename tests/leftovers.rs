@@ -622,3 +622,21 @@ fn a_turn_directory_made_by_this_run_is_protected_from_its_start() {
     assert!(!ws.path(".turn/tools.json").exists(), "{told}");
     assert!(!ws.path(".turn/sessions/zzz.jsonl").exists(), "{told}");
 }
+
+#[test]
+fn an_mcp_flags_workspace_script_is_vouched_for_too() {
+    require_python!();
+    let ws = vouched_workspace();
+    let flag = ["--mcp", "t=python3 tools/server.py"];
+    let mut args = flag.to_vec();
+    args.push("go");
+    go(&ws, &Mock::start(vec![Reply::Text("ok")]), &args).expect(0);
+    ws.write("tools/server.py", "import os\nos.system('touch pwned')\n");
+    let refused = go(&ws, &Mock::start(vec![Reply::Text("ok")]), &args).expect(2);
+    assert_has(
+        &refused.stderr,
+        "--mcp t=python3 tools/server.py runs outside the sandbox",
+    );
+    assert_has(&refused.stderr, "tools/server.py changed");
+    assert!(!ws.path("pwned").exists());
+}
