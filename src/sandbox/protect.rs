@@ -6,7 +6,6 @@
 //!
 //! `scan` walks the workspace once, breadth first and bounded; `covers` is pure.
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 /// Directories looked into at most: a huge tree is cut, and the run says so.
@@ -33,32 +32,37 @@ pub fn scan(workspace: &Path, extra: &[PathBuf]) -> Scan {
             found.paths.push(path.clone());
         }
     }
-    let mut queue = VecDeque::from([workspace.to_path_buf()]);
+    // Breadth first, a level at a time: shallow repositories are found before a cut.
+    let mut level = vec![workspace.to_path_buf()];
     let mut seen = 0;
-    while let Some(dir) = queue.pop_front() {
-        seen += 1;
-        if seen > MAX_DIRS {
-            found.cut = true;
-            break;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for dir in level {
+            seen += 1;
+            if seen > MAX_DIRS {
+                found.cut = true;
+                return found;
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
             };
-            let path = entry.path();
-            if entry.file_name() == ".git" && !kind.is_symlink() {
-                if found.paths.len() >= MAX_PATHS {
-                    found.cut = true;
-                    return found;
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = entry.path();
+                if entry.file_name() == ".git" && !kind.is_symlink() {
+                    if found.paths.len() >= MAX_PATHS {
+                        found.cut = true;
+                        return found;
+                    }
+                    found.paths.push(path);
+                } else if kind.is_dir() && path != turn {
+                    next.push(path);
                 }
-                found.paths.push(path);
-            } else if kind.is_dir() && path != turn {
-                queue.push_back(path);
             }
         }
+        level = next;
     }
     found
 }
