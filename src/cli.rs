@@ -156,16 +156,31 @@ at most 8192; 4096 when the window is unknown]",
         "--sandbox MODE",
         &[
             "what bash and the file tools may change [env TURN_SANDBOX]:",
-            "workspace-write (default): writes only in the workspace, the temp
-  dir and --writable dirs, enforced for bash by namespaces, Landlock,
-  seccomp and dropped capabilities (see --sandbox-check)",
-            "read-only: no writes anywhere (but /dev/null)",
+            "workspace-write (default): writes only in the workspace (but
+  its .git and .turn) and --writable dirs, enforced for bash by
+  namespaces, Landlock, seccomp and dropped capabilities; commands
+  get a private /tmp and /dev/shm (see --sandbox-check)",
+            "read-only: no writes anywhere (but /dev/null and the private /tmp)",
             "off: no sandbox layers, only the keyword screen",
         ],
     ),
     (
         "--writable DIR",
         &["with workspace-write, let commands write in DIR too (repeatable)"],
+    ),
+    (
+        "--writable-protected",
+        &[
+            "let commands and file tools change every .git and .turn in the
+workspace (read-only to them otherwise)",
+        ],
+    ),
+    (
+        "--host-tmp",
+        &[
+            "commands use the host's /tmp (writable with workspace-write) and
+reach its Unix sockets (tmux's), instead of a private /tmp",
+        ],
     ),
     (
         "--no-network",
@@ -215,6 +230,14 @@ read too"],
         "--mcp NAME=COMMAND",
         &["start the MCP server COMMAND (stdio) and offer its tools as
 NAME__tool (repeatable); MCP servers run outside the sandbox"],
+    ),
+    (
+        "--vouch",
+        &[
+            "vouch again for --tools files and --mcp servers whose file or
+workspace scripts changed since turn first started them (turn
+refuses to start them otherwise)",
+        ],
     ),
     (
         "--list-tools",
@@ -390,6 +413,12 @@ pub struct Args {
     pub no_network: bool,
     pub require_landlock: bool,
     pub require_isolation: bool,
+    /// --writable-protected: .git and .turn are writable like the rest of the workspace.
+    pub writable_protected: bool,
+    /// --host-tmp: the host's /tmp instead of a private one.
+    pub host_tmp: bool,
+    /// --vouch: record the tools files' and their scripts' hashes anew.
+    pub vouch: bool,
     /// Withheld variables that commands get all the same (`--pass-env`).
     pub pass_env: Vec<String>,
     /// `None`: ask on a terminal, never otherwise.
@@ -436,6 +465,7 @@ pub fn parse(
     let mut ca_certs = Vec::new();
     let (mut tools_files, mut mcp, mut list_tools) = (Vec::new(), Vec::new(), false);
     let (mut require_isolation, mut pass_env, mut sandbox_check) = (false, Vec::new(), false);
+    let (mut writable_protected, mut host_tmp, mut vouch) = (false, false, false);
     let mut set_session = |new: Session, flag: &str| match session {
         Session::Fresh => {
             session = new;
@@ -522,6 +552,9 @@ pub fn parse(
             }
             Long("writable") => writable.push(parser.value()?.into()),
             Long("no-network") => no_network = true,
+            Long("writable-protected") => writable_protected = true,
+            Long("host-tmp") => host_tmp = true,
+            Long("vouch") => vouch = true,
             Long("require-landlock") => require_landlock = true,
             Long("require-isolation") => require_isolation = true,
             Long("sandbox-check") => sandbox_check = true,
@@ -641,6 +674,9 @@ pub fn parse(
         no_network,
         require_landlock,
         require_isolation,
+        writable_protected,
+        host_tmp,
+        vouch,
         pass_env,
         approve,
         output_last_message,
@@ -925,7 +961,10 @@ mod tests {
         assert_eq!(a.sandbox, Mode::ReadOnly);
         assert_eq!(a.approve, Some(Approve::Dangerous));
         assert!(a.no_network && a.require_landlock && !a.require_isolation);
+        assert!(!a.host_tmp && !a.writable_protected && !a.vouch);
         assert_eq!(a.writable, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        let a = args(&["--host-tmp", "--writable-protected", "--vouch", "x"]);
+        assert!(a.host_tmp && a.writable_protected && a.vouch);
         let a = args(&[
             "--require-isolation",
             "--pass-env",

@@ -17,7 +17,9 @@ mod report;
 mod sandbox;
 mod schema;
 mod session;
+mod sha256;
 mod signal;
+mod state;
 mod terminal;
 mod tools;
 mod wire;
@@ -95,6 +97,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
             max_output: args.max_output,
             sandbox: crate::sandbox::exec::Runner::unconfined(&workspace),
             read_only: args.sandbox == Mode::ReadOnly,
+            protected: Vec::new(),
             root,
             user: user_tools(args, &workspace, front)?,
         };
@@ -128,7 +131,14 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     };
     // Everything that can be checked locally is, before the server is asked anything.
     let approver = approver(args)?;
-    let sandbox = layers::runner(&sandbox_settings(args, &workspace))?;
+    // MCP servers run as the user set them up, outside the commands' sandbox; vouching for
+    // them records state that the protected paths then include.
+    let user = user_tools(args, &workspace, front)?;
+    if matches!(args.session, cli::Session::Fresh | cli::Session::Latest) {
+        session::make_turn_dir(&root);
+    }
+    let protected = protected(args, &workspace, front);
+    let sandbox = layers::runner(&sandbox_settings(args, &workspace, &protected))?;
     let tools = tools::Context {
         workspace: &workspace,
         root,
@@ -136,8 +146,8 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         max_output: args.max_output,
         sandbox,
         read_only: args.sandbox == Mode::ReadOnly,
-        // MCP servers run as the user set them up, outside the commands' sandbox.
-        user: user_tools(args, &workspace, front)?,
+        protected,
+        user,
     };
 
     let base_url = base_url(args, front)?;
@@ -271,9 +281,18 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
         files.push((local, false));
     }
     for (path, named) in files {
-        let file = declared::load(&path)
+        let mut file = declared::load(&path)
             .map_err(|e| Error::Usage(format!("tools file {}: {e}", path.display())))?;
-        for tool in file.tools {
+        if named {
+            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+            let key = format!("tools file {}", canonical.display());
+            let pins = tools::vouch::vouch_for(workspace, &key, Some(&path), &file, args.vouch)
+                .map_err(Error::Usage)?;
+            for server in &mut file.servers {
+                server.vouched = Some((key.clone(), pins.clone()));
+            }
+        }
+        for tool in std::mem::take(&mut file.tools) {
             if user.declared.iter().any(|t| t.name == tool.name) {
                 return Err(Error::Usage(format!(
                     "tools file {}: the tool \"{}\" is already declared in {}",
@@ -301,7 +320,15 @@ fn user_tools(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Result
         servers.extend(file.servers);
     }
     for flag in &args.mcp {
-        servers.push(declared::mcp_flag(flag).map_err(Error::Usage)?);
+        let mut server = declared::mcp_flag(flag).map_err(Error::Usage)?;
+        let key = format!("--mcp {flag}");
+        let only = declared::ToolsFile {
+            tools: Vec::new(),
+            servers: vec![server.clone()],
+        };
+        let pins = tools::vouch::vouch_for(workspace, &key, None, &only, args.vouch);
+        server.vouched = Some((key.clone(), pins.map_err(Error::Usage)?));
+        servers.push(server);
     }
     for (i, server) in servers.iter().enumerate() {
         if servers[..i].iter().any(|s| s.name == server.name) {
@@ -365,8 +392,14 @@ fn client(args: &Args, base_url: &str) -> Result<Client> {
     )
 }
 
-fn sandbox_settings<'a>(args: &'a Args, workspace: &'a Path) -> Settings<'a> {
+fn sandbox_settings<'a>(
+    args: &'a Args,
+    workspace: &'a Path,
+    protected: &'a [PathBuf],
+) -> Settings<'a> {
     Settings {
+        protected,
+        host_tmp: args.host_tmp,
         mode: args.sandbox,
         workspace,
         writable: &args.writable,
@@ -377,10 +410,29 @@ fn sandbox_settings<'a>(args: &'a Args, workspace: &'a Path) -> Settings<'a> {
     }
 }
 
+/// The paths commands and file tools must not change (see sandbox::protect): none with
+/// --writable-protected.
+fn protected(args: &Args, workspace: &Path, front: &mut dyn Reporter) -> Vec<PathBuf> {
+    if args.writable_protected || args.sandbox != Mode::WorkspaceWrite {
+        return Vec::new();
+    }
+    // turn's state inside the workspace (what the user vouched for) is kept read-only too.
+    let extra: Vec<PathBuf> = state::dir().into_iter().collect();
+    let found = sandbox::protect::scan(workspace, &extra);
+    if found.cut {
+        let notice = "the workspace is too large to look for every .git in it; only those \
+                      found first are read-only to commands";
+        front.report(Event::Notice(notice));
+    }
+    found.paths
+}
+
 /// `turn --sandbox-check`: which layers work here; exit 0 when all of them do.
 fn sandbox_check(args: &Args) -> ExitCode {
-    let checked = workspace(&args.workspace)
-        .and_then(|workspace| layers::check(&sandbox_settings(args, &workspace)));
+    let checked = workspace(&args.workspace).and_then(|workspace| {
+        let protected = protected(args, &workspace, &mut report::Console::new(false, false));
+        layers::check(&sandbox_settings(args, &workspace, &protected))
+    });
     match checked {
         Ok((report, complete)) => {
             print!("{report}");

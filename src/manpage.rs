@@ -30,6 +30,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     ("TURN_SANDBOX", "As --sandbox."),
     (
+        "XDG_STATE_HOME",
+        "Where turn keeps its state outside the workspace (default ~/.local/state).",
+    ),
+    (
         "SSL_CERT_FILE, SSL_CERT_DIR",
         "CA certificates to trust in place of the system's bundle, as curl and OpenSSL read them.",
     ),
@@ -52,6 +56,11 @@ const FILES: &[(&str, &str)] = &[
     (
         ".turn/tools.json",
         "Tools of your own, read beside --tools (its MCP servers only when passed with --tools).",
+    ),
+    (
+        "$XDG_STATE_HOME/turn/",
+        "The tools files vouched for (vouched/) and the session each workspace ran last \
+         (sessions/).",
     ),
     (
         "AGENTS.md",

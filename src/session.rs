@@ -31,10 +31,16 @@ use crate::wire::message::{Message, Role};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
+
+/// A session file larger than this is refused (exit 2): resuming reads it all.
+const MAX_FILE: u64 = 256 << 20;
+/// A line longer than this is refused: no message turn writes is (a server's reply is capped
+/// at 64 MiB).
+const MAX_LINE: u64 = 64 << 20;
 
 /// A compaction line: the history from here on.
 #[derive(Serialize, Deserialize)]
@@ -112,18 +118,28 @@ impl Session {
         let Some(file) = &mut self.file else {
             return Ok(Vec::new());
         };
-        let mut bytes = Vec::new();
-        file.seek(SeekFrom::Start(0))
-            .and_then(|_| file.read_to_end(&mut bytes))
-            .map_err(|err| Error::File {
-                path: self.path.clone(),
-                what: "cannot read session",
-                err,
-            })?;
-        let (messages, torn, coaching) = parse(&bytes).map_err(|detail| Error::Session {
+        let read_error = |err| Error::File {
             path: self.path.clone(),
-            detail,
-        })?;
+            what: "cannot read session",
+            err,
+        };
+        let size = file.metadata().map_err(read_error)?.len();
+        if size > MAX_FILE {
+            return Err(Error::Session {
+                path: self.path.clone(),
+                detail: format!(
+                    "it is {size} bytes, over the {} MiB turn reads as a session; start a new \
+                     one (or trim this one)",
+                    MAX_FILE >> 20
+                ),
+            });
+        }
+        file.seek(SeekFrom::Start(0)).map_err(read_error)?;
+        let (messages, torn, coaching) =
+            parse(io::BufReader::new(&*file)).map_err(|detail| Error::Session {
+                path: self.path.clone(),
+                detail,
+            })?;
         self.coaching = coaching;
         for line in torn {
             let notice = format!(
@@ -145,6 +161,7 @@ impl Session {
             Place::Fresh { workspace, root } => {
                 let sessions = sessions_dir(root, true)?;
                 let (name, file) = create_fresh(&sessions)?;
+                record_latest(workspace, &name);
                 self.path = dir(workspace).join(name);
                 file
             }
@@ -243,20 +260,34 @@ fn latest(workspace: &Path, root: &Dir) -> Result<Session> {
             what: "no session to continue in",
             err: explain(err),
         })?;
-    // Names come from a listing; each is then looked at, and opened, beneath the directory
-    // opened above, never through a symlink.
-    let newest = fs::read_dir(&shown)
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.file_name())
-        .filter(|name| Path::new(name).extension().is_some_and(|x| x == "jsonl"))
-        .filter_map(|name| {
-            let meta = sessions.metadata(Path::new(&name)).ok()?;
-            meta.is_file().then(|| (meta.modified().ok(), name))
-        })
-        .max();
-    let Some((_, name)) = newest else {
+    // The session turn last started here, as it recorded outside the workspace; else the
+    // newest by the time in turn's own names (never by mtime, which any command can set).
+    // Names are then looked at, and opened, beneath the directory opened above, never
+    // through a symlink.
+    let recorded = latest_record(workspace)
+        .and_then(|path| fs::read_to_string(path).ok())
+        .map(|name| OsString::from(name.trim_end()))
+        .filter(|name| turn_name(&name.to_string_lossy()))
+        .filter(|name| {
+            sessions
+                .metadata(Path::new(name))
+                .is_ok_and(|m| m.is_file())
+        });
+    let newest = recorded.or_else(|| {
+        fs::read_dir(&shown)
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.ok())
+            .map(|entry| entry.file_name())
+            .filter(|name| turn_name(&name.to_string_lossy()))
+            .filter(|name| {
+                sessions
+                    .metadata(Path::new(name))
+                    .is_ok_and(|m| m.is_file())
+            })
+            .max()
+    });
+    let Some(name) = newest else {
         return Err(Error::Usage(format!(
             "no session to continue in {}",
             shown.display()
@@ -285,6 +316,47 @@ fn latest(workspace: &Path, root: &Dir) -> Result<Session> {
     })
 }
 
+/// Where turn records the name of the session it last started in `workspace`: under its
+/// state directory, out of the commands' reach.
+fn latest_record(workspace: &Path) -> Option<PathBuf> {
+    let key = crate::sha256::hex(workspace.as_os_str().as_encoded_bytes());
+    Some(crate::state::dir()?.join("sessions").join(key))
+}
+
+/// Records `name` as the latest session of `workspace` (best effort: without it, `-c` goes
+/// by the names).
+fn record_latest(workspace: &Path, name: &OsString) {
+    let Some(record) = latest_record(workspace) else {
+        return;
+    };
+    if let Some(dir) = record.parent() {
+        let _ = fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+    }
+    let temp = record.with_extension(format!("new-{}", std::process::id()));
+    if fs::write(&temp, name.as_encoded_bytes()).is_ok() {
+        let _ = fs::rename(&temp, &record);
+    }
+}
+
+/// Whether `name` is one turn gives a session: `2026-12-02T13-33-25-<pid>[-<n>].jsonl`.
+fn turn_name(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".jsonl") else {
+        return false;
+    };
+    let shape = "dddd-dd-ddTdd-dd-dd-";
+    stem.len() > shape.len()
+        && stem.bytes().zip(shape.bytes()).all(|(c, s)| match s {
+            b'd' => c.is_ascii_digit(),
+            s => c == s,
+        })
+        && stem[shape.len()..]
+            .split('-')
+            .all(|part| !part.is_empty() && part.bytes().all(|c| c.is_ascii_digit()))
+}
+
 /// Errors that mean a planted symlink, said so.
 fn explain(err: io::Error) -> io::Error {
     if fsafe::is_symlink(&err) {
@@ -309,6 +381,13 @@ fn lexical(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Makes `.turn` (and its `.gitignore`) now, if missing: a run that will record a session
+/// makes it before its commands start, so that it is among the protected paths from the
+/// start (best effort: recording reports its own failure).
+pub fn make_turn_dir(root: &Dir) {
+    let _ = sessions_dir(root, false);
 }
 
 /// `.turn/sessions` beneath the workspace, made 0700 (and `.turn` with its `.gitignore`).
@@ -376,15 +455,33 @@ fn close_torn_line(mut file: File) -> io::Result<File> {
     Ok(file)
 }
 
-/// What a session file's bytes hold: the messages, the (1-based) lines skipped as torn (cut
-/// short by a kill or a full disk: JSON that ends too early, or the NUL bytes a crash can
-/// leave), and why notes are on, if a coaching line says so.
+/// What a session file holds: the messages, the (1-based) lines skipped as torn (cut short by a
+/// kill or a full disk: JSON that ends too early, or the NUL bytes a crash can leave), and why
+/// notes are on, if a coaching line says so.
 type Parsed = (Vec<Message>, Vec<usize>, Option<String>);
 
-fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
+/// Reads a session a line at a time, each at most `MAX_LINE` bytes.
+fn parse(mut reader: impl io::BufRead) -> std::result::Result<Parsed, String> {
     let (mut messages, mut torn, mut coaching) = (Vec::new(), Vec::new(), None);
-    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
-    for (i, line) in lines.iter().enumerate() {
+    let mut line = Vec::new();
+    for i in 0.. {
+        line.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("line {}: {e}", i + 1))?;
+        if read == 0 {
+            break;
+        }
+        if line.len() as u64 > MAX_LINE {
+            return Err(format!(
+                "line {} is longer than {} MiB, more than any message turn writes",
+                i + 1,
+                MAX_LINE >> 20
+            ));
+        }
+        // A line without its newline is the last: a write the kill cut short.
+        let cut = !line.ends_with(b"\n");
         let body = line.trim_ascii_end();
         let body = &body[body.iter().take_while(|&&b| b == 0).count()..];
         if body.iter().all(|&b| b == 0 || b.is_ascii_whitespace()) {
@@ -403,7 +500,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
                         messages.retain(|m| m.role != Role::System);
                     }
                     Err(e) if e.is_eof() => torn.push(i + 1),
-                    Err(_) if i + 1 == lines.len() && !line.ends_with(b"\n") => torn.push(i + 1),
+                    Err(_) if cut => torn.push(i + 1),
                     Err(e) => return Err(format!("line {}: {e}", i + 1)),
                 }
             }
@@ -414,8 +511,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
                 }
             }
             Err(e) if e.is_eof() => torn.push(i + 1),
-            // A last line without its newline is a write the kill cut short.
-            Err(_) if i + 1 == lines.len() && !line.ends_with(b"\n") => torn.push(i + 1),
+            Err(_) if cut => torn.push(i + 1),
             Err(e) => return Err(format!("line {}: {e}", i + 1)),
         }
     }
@@ -596,6 +692,26 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     #[test]
+    fn only_turns_own_names_count_as_sessions() {
+        for name in [
+            "2026-12-02T13-33-25-41.jsonl",
+            "2026-12-02T13-33-25-41-2.jsonl",
+        ] {
+            assert!(turn_name(name), "{name}");
+        }
+        for name in [
+            "zzz.jsonl",
+            "2026-12-02T13-33-25.jsonl",
+            "2026-12-02T13-33-25-.jsonl",
+            "2026-12-02T13-33-25-4x.jsonl",
+            "2026-12-02 13-33-25-41.jsonl",
+            "2026-12-02T13-33-25-41.json",
+        ] {
+            assert!(!turn_name(name), "{name}");
+        }
+    }
+
+    #[test]
     fn timestamps_are_utc_calendar_dates() {
         assert_eq!(timestamp(0), "1970-01-01T00-00-00");
         assert_eq!(timestamp(951_782_400), "2000-02-29T00-00-00");
@@ -724,10 +840,10 @@ mod tests {
         bytes.extend_from_slice(cut_in_a_char);
         bytes.extend_from_slice(b"\n\0\0\0\0\n");
         bytes.extend_from_slice(line.as_bytes());
-        let (messages, torn, _) = parse(&bytes).unwrap();
+        let (messages, torn, _) = parse(&bytes[..]).unwrap();
         assert_eq!(messages.len(), 2);
         assert_eq!(torn, [2, 3]);
-        let err = parse(b"{\"role\":\"user\",\"content\":\"a\"}\nnot json\n").unwrap_err();
+        let err = parse(&b"{\"role\":\"user\",\"content\":\"a\"}\nnot json\n"[..]).unwrap_err();
         assert!(err.starts_with("line 2:"), "{err}");
     }
 

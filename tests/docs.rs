@@ -17,7 +17,8 @@ use std::process::Command;
 use util::*;
 
 /// Flags of other programs that README.md and docs/ show (llama-server, cargo, the live and
-/// bench scripts, sha256sum, rm, the programs of live tasks and examples): not turn's.
+/// bench scripts, sha256sum, rm, systemd-run, the programs of live tasks and examples): not
+/// turn's.
 const FOREIGN: &[&str] = &[
     "--jinja",
     "--host",
@@ -39,6 +40,7 @@ const FOREIGN: &[&str] = &[
     "--check",
     "--shout",
     "--verbose",
+    "--user",
 ];
 
 fn root() -> PathBuf {

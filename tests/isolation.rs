@@ -1,6 +1,6 @@
 //! The Landlock sandbox and the approval modes, through the whole binary. The workspace and
-//! the "outside" live under target/tmp, not the system temp dir (which the sandbox lets
-//! commands write); the child's TMPDIR is a third, private directory.
+//! the "outside" live under target/tmp, not the system temp dir (which commands see as a
+//! private tmpfs; see tests/leftovers.rs); the child's TMPDIR is a third directory.
 //!
 //! Where the kernel has no Landlock these tests print why and return: there is nothing to test.
 

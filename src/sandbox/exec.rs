@@ -92,8 +92,14 @@ pub struct Config {
     pub workspace: PathBuf,
     /// The command's whole environment (already without withheld variables).
     pub env: Vec<(OsString, OsString)>,
-    /// The Landlock ruleset each command enters, if any.
-    pub landlock: Option<OwnedFd>,
+    /// The Landlock ruleset each command enters, if any, and the rights it gives beneath a
+    /// writable directory (each holder's private /tmp and /dev/shm get them).
+    pub landlock: Option<(OwnedFd, u64)>,
+    /// What `TMPDIR` says inside (the private /tmp), if not the user's own.
+    pub tmpdir: Option<PathBuf>,
+    /// A directory turn made for this run's temp files (without namespaces), removed with
+    /// everything in it when the run ends.
+    pub own_tmp: Option<PathBuf>,
     /// The seccomp filter, if any.
     pub seccomp: Option<Vec<Insn>>,
     /// Drop capabilities and set no_new_privs (every mode but `off`).
@@ -113,7 +119,8 @@ pub struct Runner {
     _env: Vec<CString>,
     envp: Vec<*const c_char>,
     devnull: OwnedFd,
-    landlock: Option<OwnedFd>,
+    landlock: Option<(OwnedFd, u64)>,
+    own_tmp: Option<PathBuf>,
     seccomp: Option<Vec<Insn>>,
     confine: bool,
     /// Whether emptying the bounding set is possible (always in the user namespace).
@@ -126,13 +133,16 @@ pub struct Runner {
 impl Runner {
     pub fn new(config: Config) -> io::Result<Runner> {
         let mut env = Vec::new();
-        let overrides: [(&str, &[u8]); 4] = [
+        let mut overrides: Vec<(&str, &[u8])> = vec![
             // No pager or prompt may wait for a human who is not there.
             ("PAGER", b"cat"),
             ("GIT_PAGER", b"cat"),
             ("GIT_TERMINAL_PROMPT", b"0"),
             ("PWD", config.workspace.as_os_str().as_bytes()),
         ];
+        if let Some(tmpdir) = &config.tmpdir {
+            overrides.push(("TMPDIR", tmpdir.as_os_str().as_bytes()));
+        }
         for (name, value) in &config.env {
             if name == "OLDPWD" || overrides.iter().any(|(n, _)| name == *n) {
                 continue;
@@ -150,6 +160,9 @@ impl Runner {
             Some((recipe, holder)) => (Some(recipe), Some(holder)),
             None => (None, None),
         };
+        if let Some(holder) = &holder {
+            admit(config.landlock.as_ref(), holder)?;
+        }
         if config.confine {
             // turn's memory holds the API key: no process of the user's may read it or its
             // /proc files without CAP_SYS_PTRACE (where no PID namespace hides turn).
@@ -183,6 +196,7 @@ impl Runner {
             envp,
             devnull,
             landlock: config.landlock,
+            own_tmp: config.own_tmp,
             seccomp: config.seccomp,
             confine: config.confine,
             privileged: recipe.is_some() || capabilities::can_drop_bounding(),
@@ -199,6 +213,8 @@ impl Runner {
             workspace: workspace.to_path_buf(),
             env: std::env::vars_os().collect(),
             landlock: None,
+            tmpdir: None,
+            own_tmp: None,
             seccomp: None,
             confine: false,
             namespaces: None,
@@ -306,6 +322,7 @@ impl Runner {
             let started = Holder::start(recipe).map_err(|e: Unavailable| {
                 io::Error::other(format!("cannot restart the sandbox's namespaces: {e}"))
             })?;
+            admit(self.landlock.as_ref(), &started)?;
             *holder = Some(started);
         }
         let (report_in, report) = pipe()?;
@@ -317,7 +334,7 @@ impl Runner {
             stdin: self.devnull.as_raw_fd(),
             out,
             report: report.as_raw_fd(),
-            landlock: self.landlock.as_ref().map(|fd| fd.as_raw_fd()),
+            landlock: self.landlock.as_ref().map(|(fd, _)| fd.as_raw_fd()),
             seccomp: fprog.as_ref(),
             confine: self.confine,
             privileged: self.privileged,
@@ -412,7 +429,21 @@ impl Drop for Runner {
         if self.subreaper {
             kill_children();
         }
+        if let Some(dir) = &self.own_tmp {
+            // Symlinks inside are removed, never followed.
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
+}
+
+/// Lets commands write the holder's private /tmp and /dev/shm under Landlock.
+fn admit(landlock: Option<&(OwnedFd, u64)>, holder: &Holder) -> io::Result<()> {
+    if let Some((ruleset, rights)) = landlock {
+        for dir in &holder.private {
+            super::landlock::allow(ruleset, dir.as_raw_fd(), *rights)?;
+        }
+    }
+    Ok(())
 }
 
 fn var(name: &[u8], value: &[u8]) -> io::Result<CString> {

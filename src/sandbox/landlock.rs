@@ -108,6 +108,12 @@ impl Policy {
         rights
     }
 
+    /// What a writable directory allows beneath it: everything handled but device nodes (a
+    /// block device made in the workspace would reach a disk).
+    pub fn dir_rights(&self) -> u64 {
+        self.handled_fs() & !(MAKE_CHAR | MAKE_BLOCK)
+    }
+
     /// The ruleset, as a file descriptor to hand to `enforce` in each child: built once, used
     /// for every command. Paths that do not exist are skipped (a machine without /dev/tty).
     pub fn ruleset(&self) -> io::Result<OwnedFd> {
@@ -145,9 +151,10 @@ impl Policy {
         // SAFETY: the kernel just returned this descriptor to us.
         let ruleset = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
         let file_rights = handled_fs & (WRITE_FILE | TRUNCATE);
-        // No device nodes anywhere: a block device made in the workspace would reach a disk.
-        let dir_rights = handled_fs & !(MAKE_CHAR | MAKE_BLOCK);
-        let dirs = self.writable_dirs.iter().map(|d| (d.as_path(), dir_rights));
+        let dirs = self
+            .writable_dirs
+            .iter()
+            .map(|d| (d.as_path(), self.dir_rights()));
         let files = self
             .writable_files
             .iter()
@@ -156,31 +163,39 @@ impl Policy {
             let Ok(target) = open_path(path) else {
                 continue;
             };
-            let rule = PathBeneathAttr {
-                allowed_access: rights,
-                parent_fd: target.as_raw_fd(),
-            };
-            // SAFETY: rule is a valid path-beneath attribute; both descriptors are open.
-            let done = unsafe {
-                let fd = ruleset.as_raw_fd() as c_long;
-                syscall(
-                    SYS_ADD_RULE,
-                    fd,
-                    RULE_PATH_BENEATH,
-                    &rule as *const PathBeneathAttr,
-                    0 as c_long,
-                )
-            };
-            if done < 0 {
-                let err = io::Error::last_os_error();
-                return Err(io::Error::new(
+            allow(&ruleset, target.as_raw_fd(), rights).map_err(|err| {
+                io::Error::new(
                     err.kind(),
                     format!("landlock rule for {}: {err}", path.display()),
-                ));
-            }
+                )
+            })?;
         }
         Ok(ruleset)
     }
+}
+
+/// Adds a rule to `ruleset`: `rights` beneath the directory open at `dir` (any directory,
+/// also one only reachable through another mount namespace, like a run's private /tmp).
+/// Commands confined from then on get it; those confined before keep what they had.
+pub fn allow(ruleset: &OwnedFd, dir: RawFd, rights: u64) -> io::Result<()> {
+    let rule = PathBeneathAttr {
+        allowed_access: rights,
+        parent_fd: dir,
+    };
+    // SAFETY: rule is a valid path-beneath attribute; both descriptors are open.
+    let done = unsafe {
+        syscall(
+            SYS_ADD_RULE,
+            ruleset.as_raw_fd() as c_long,
+            RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0 as c_long,
+        )
+    };
+    if done < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Confines the calling process, and all it starts from then on, for good. Safe between fork

@@ -8,7 +8,7 @@
 
 use super::exec::{Config, Runner};
 use super::landlock::{self, Policy};
-use super::namespaces::{Holder, Recipe};
+use super::namespaces::{Holder, Private, Recipe, PRIVATE};
 use super::seccomp::{self, Network};
 use super::{env, Mode};
 use crate::error::{Error, Result};
@@ -25,6 +25,12 @@ pub struct Settings<'a> {
     pub require_landlock: bool,
     pub require_isolation: bool,
     pub pass_env: &'a [String],
+    /// Canonical paths inside the workspace kept read-only in `workspace-write` (empty with
+    /// `--writable-protected`).
+    pub protected: &'a [PathBuf],
+    /// `--host-tmp`: commands use the host's /tmp (writable in `workspace-write`) instead of
+    /// a private one.
+    pub host_tmp: bool,
 }
 
 /// What the machine offers.
@@ -126,8 +132,8 @@ pub fn decide(settings: &Settings, offered: &Offered) -> Result<Plan, String> {
     })
 }
 
-/// The directories commands may write: the workspace, the temp dir and `--writable` ones
-/// (canonical), in `workspace-write` only.
+/// The directories commands may write: the workspace, `--writable` ones and with
+/// `--host-tmp` the host's temp dir (canonical), in `workspace-write` only.
 fn writable_dirs(settings: &Settings) -> Result<Vec<PathBuf>> {
     if settings.mode != Mode::WorkspaceWrite {
         if !settings.writable.is_empty() {
@@ -138,7 +144,9 @@ fn writable_dirs(settings: &Settings) -> Result<Vec<PathBuf>> {
         return Ok(Vec::new());
     }
     let mut dirs = vec![settings.workspace.to_path_buf()];
-    dirs.extend(std::env::temp_dir().canonicalize().ok());
+    if settings.host_tmp {
+        dirs.extend(std::env::temp_dir().canonicalize().ok());
+    }
     for dir in settings.writable {
         let dir = dir.canonicalize().map_err(|err| Error::File {
             path: dir.clone(),
@@ -150,25 +158,52 @@ fn writable_dirs(settings: &Settings) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
+/// The host directories a run gets a private tmpfs over: /tmp (but with `--host-tmp`) and
+/// /dev/shm.
+fn private_mounts(settings: &Settings) -> Vec<Private> {
+    PRIVATE
+        .iter()
+        .filter(|(path, _)| !(settings.host_tmp && *path == "/tmp"))
+        .map(|(path, options)| Private {
+            path: PathBuf::from(path),
+            options,
+        })
+        .collect()
+}
+
+/// The protected paths that hold for commands: in `workspace-write` only (read-only has
+/// nothing writable to protect).
+fn protected<'a>(settings: &Settings<'a>) -> &'a [PathBuf] {
+    match settings.mode {
+        Mode::WorkspaceWrite => settings.protected,
+        _ => &[],
+    }
+}
+
 /// What the machine offers, with the holder already started where namespaces work.
 fn probe(settings: &Settings, dirs: &[PathBuf]) -> Result<(Offered, Option<(Recipe, Holder)>)> {
     let mut holder = None;
-    let namespaces = if settings.mode == Mode::Off {
-        Err("--sandbox off".to_string())
-    } else {
-        let recipe = Recipe::new(dirs, !settings.no_network).map_err(|err| Error::File {
-            path: settings.workspace.to_path_buf(),
-            what: "cannot set up the sandbox for",
-            err,
-        })?;
-        match Holder::start(&recipe) {
-            Ok(started) => {
-                holder = Some((recipe, started));
-                Ok(())
+    let namespaces =
+        if settings.mode == Mode::Off {
+            Err("--sandbox off".to_string())
+        } else {
+            let private = private_mounts(settings);
+            let visible = [settings.workspace.to_path_buf()];
+            let network = !settings.no_network;
+            let recipe = Recipe::new(dirs, &visible, network, &private, protected(settings))
+                .map_err(|err| Error::File {
+                    path: settings.workspace.to_path_buf(),
+                    what: "cannot set up the sandbox for",
+                    err,
+                })?;
+            match Holder::start(&recipe) {
+                Ok(started) => {
+                    holder = Some((recipe, started));
+                    Ok(())
+                }
+                Err(why) => Err(why.to_string()),
             }
-            Err(why) => Err(why.to_string()),
-        }
-    };
+        };
     let offered = Offered {
         landlock: landlock::abi(),
         seccomp: seccomp::available(),
@@ -201,6 +236,19 @@ fn build(
         what: "cannot set up the sandbox for",
         err,
     };
+    let confined = settings.mode != Mode::Off;
+    // Without namespaces, a directory of turn's own in the host's temp dir stands in for the
+    // private /tmp; /dev/shm is then the host's, writable in workspace-write.
+    let own_tmp = if confined && !plan.namespaces && !settings.host_tmp {
+        Some(own_temp_dir().map_err(setup_error)?)
+    } else {
+        None
+    };
+    let mut dirs = dirs;
+    dirs.extend(own_tmp.clone());
+    if own_tmp.is_some() && settings.mode == Mode::WorkspaceWrite {
+        dirs.push(PathBuf::from("/dev/shm"));
+    }
     let landlock = match offered.landlock.filter(|_| plan.landlock) {
         Some(abi) => {
             let mut writable_files = vec![PathBuf::from("/dev/null")];
@@ -213,9 +261,15 @@ fn build(
                 writable_files,
                 no_network: settings.no_network,
             };
-            Some(policy.ruleset().map_err(setup_error)?)
+            let rights = policy.dir_rights();
+            Some((policy.ruleset().map_err(setup_error)?, rights))
         }
         None => None,
+    };
+    let tmpdir = match (&own_tmp, &holder) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, Some(_)) if !settings.host_tmp => Some(PathBuf::from("/tmp")),
+        _ => None,
     };
     let config = Config {
         workspace: settings.workspace.to_path_buf(),
@@ -224,11 +278,31 @@ fn build(
         seccomp: plan
             .seccomp
             .map(|network| seccomp::program(&seccomp::NATIVE, network)),
-        confine: settings.mode != Mode::Off,
+        confine: confined,
+        tmpdir,
+        own_tmp,
         subreaper: holder.is_none(),
         namespaces: holder,
     };
     Runner::new(config).map_err(setup_error)
+}
+
+/// A new directory `turn-<random>` (0700) in the host's temp dir, for one run's temp files.
+fn own_temp_dir() -> std::io::Result<PathBuf> {
+    use std::hash::{BuildHasher, Hasher};
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    for _ in 0..100 {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        let dir = base.join(format!("turn-{:016x}", hasher.finish()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return dir.canonicalize(),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free name for a temp dir"))
 }
 
 /// `turn --sandbox-check`: the report, and whether every layer is active.
@@ -284,6 +358,44 @@ pub fn check(settings: &Settings) -> Result<(String, bool)> {
         (_, false) => format!("no: {needs}"),
     };
     line(&mut out, "private /proc", proc_state);
+    let confined = !off;
+    let tmp_state = match (ns.is_ok(), settings.host_tmp) {
+        _ if !confined => "no: --sandbox off".to_string(),
+        (true, false) => {
+            "active: tmpfs /tmp (1 GiB, TMPDIR) and /dev/shm (256 MiB), one per run".into()
+        }
+        (true, true) => "/dev/shm only (256 MiB); /tmp is the host's (--host-tmp)".into(),
+        (false, false) => format!(
+            "no: {needs}; TMPDIR is a directory of turn's in {}, removed at the end; /tmp is \
+             read-only under Landlock but its Unix sockets stay reachable; /dev/shm is the host's",
+            std::env::temp_dir().display()
+        ),
+        (false, true) => format!("no: {needs}; /tmp is the host's (--host-tmp)"),
+    };
+    line(&mut out, "private /tmp and /dev/shm", tmp_state);
+    let shown: Vec<String> = settings
+        .protected
+        .iter()
+        .map(|p| {
+            p.strip_prefix(settings.workspace)
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        })
+        .collect();
+    let protected_state = match (settings.mode, ns.is_ok()) {
+        (Mode::WorkspaceWrite, _) if shown.is_empty() => {
+            "none (no .git or .turn here, or --writable-protected)".to_string()
+        }
+        (Mode::WorkspaceWrite, true) => format!("read-only: {}", shown.join(" ")),
+        (Mode::WorkspaceWrite, false) => format!(
+            "file tools only ({needs} for commands): {}",
+            shown.join(" ")
+        ),
+        (Mode::ReadOnly, _) => "everything is read-only".into(),
+        (Mode::Off, _) => "no: --sandbox off".into(),
+    };
+    line(&mut out, "protected paths (.git, .turn)", protected_state);
     let landlock_state = match offered.landlock {
         _ if off => "no: --sandbox off".to_string(),
         Some(abi) => format!("active (ABI {abi})"),
@@ -368,6 +480,8 @@ mod tests {
             require_landlock: false,
             require_isolation: false,
             pass_env: &[],
+            protected: &[],
+            host_tmp: false,
         }
     }
 

@@ -3,9 +3,12 @@
 //!
 //! A small process, the holder, creates them and is PID 1 in them. It maps the user's own uid
 //! and gid (so files keep their owners), makes its copy of the mount tree private, clones the
-//! writable directories (workspace, temp dir, `--writable`), turns every mount read-only
-//! (`mount_setattr`, recursive), puts the clones back on top, and mounts a `/proc` that shows
-//! only the sandbox's processes. Outside the writable directories every write, chmod, chown,
+//! writable directories (workspace, `--writable`), turns every mount read-only
+//! (`mount_setattr`, recursive), mounts a capped tmpfs over /tmp and /dev/shm (the run's own:
+//! the host's /tmp, its files and Unix sockets, are out of sight), puts the clones back on top
+//! (making their places in the tmpfs when they lie under /tmp), puts a read-only copy of each
+//! protected path over itself (every `.git`, `.turn`), and mounts a `/proc` that shows only
+//! the sandbox's processes. Outside the writable directories every write, chmod, chown,
 //! utime and setxattr then fails with EROFS, also for root. It then gives up its own
 //! capabilities, becomes undumpable, and waits: it dies with turn (a pipe's EOF and
 //! PR_SET_PDEATHSIG), and when it dies the kernel kills everything left in its PID namespace.
@@ -37,6 +40,8 @@ const OPEN_TREE_CLONE: c_uint = 1;
 const AT_RECURSIVE: c_uint = 0x8000;
 const AT_SYMLINK_NOFOLLOW: c_uint = 0x100;
 const MOVE_MOUNT_F_EMPTY_PATH: c_uint = 4;
+const AT_EMPTY_PATH: c_uint = 0x1000;
+const EEXIST: c_int = 17;
 const MOUNT_ATTR_RDONLY: u64 = 1;
 const MOUNT_ATTR_NOSUID: u64 = 2;
 
@@ -55,6 +60,9 @@ const STEP_DUMPABLE: u32 = 11;
 const STEP_PDEATHSIG: u32 = 12;
 const STEP_NS_FILES: u32 = 13;
 const STEP_GONE: u32 = 14;
+const STEP_TMPFS: u32 = 15;
+const STEP_MKDIR: u32 = 16;
+const STEP_PROTECT: u32 = 17;
 
 fn step_name(step: u32) -> &'static str {
     match step {
@@ -72,6 +80,9 @@ fn step_name(step: u32) -> &'static str {
         STEP_PDEATHSIG => "tying the holder to turn",
         STEP_NS_FILES => "opening the namespaces",
         STEP_GONE => "waiting for the holder (it died)",
+        STEP_TMPFS => "mounting a private /tmp or /dev/shm",
+        STEP_MKDIR => "making a writable directory's place in the private /tmp",
+        STEP_PROTECT => "making a protected path read-only",
         step => capabilities::step_name(step).unwrap_or("setting up"),
     }
 }
@@ -129,12 +140,28 @@ impl Unavailable {
     }
 }
 
-/// A directory that stays writable inside: its path and the inode it must still be.
+/// A directory that stays writable inside (or visible: see `Recipe::new`): its path and the
+/// inode it must still be.
 struct Writable {
     path: CString,
     dev: u64,
     ino: u64,
+    read_only: bool,
 }
+
+/// A tmpfs mounted over a host directory inside: the run's own /tmp and /dev/shm.
+pub struct Private {
+    pub path: PathBuf,
+    /// The tmpfs options: its size cap and mode.
+    pub options: &'static str,
+}
+
+/// The private temp dirs every run gets: /tmp (TMPDIR points there) and /dev/shm, each a
+/// tmpfs capped so a runaway command cannot take all memory.
+pub const PRIVATE: [(&str, &str); 2] = [
+    ("/tmp", "size=1g,mode=1777"),
+    ("/dev/shm", "size=256m,mode=1777"),
+];
 
 /// What the holder needs, prepared before it is cloned.
 pub struct Recipe {
@@ -142,35 +169,102 @@ pub struct Recipe {
     writable: Vec<Writable>,
     /// A writable directory is `/`: nothing would be read-only, so no mount is changed.
     all_writable: bool,
+    /// tmpfs mounts over host directories, with their options.
+    private: Vec<(CString, CString)>,
+    /// Directories to make inside the private mounts, parents first: the places where
+    /// writable directories beneath them (a workspace under /tmp) are mounted back.
+    places: Vec<CString>,
+    /// Paths inside writable directories that stay read-only (every `.git`, `.turn`).
+    protected: Vec<Writable>,
     network: bool,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
 }
 
 impl Recipe {
-    /// `writable` are canonical directories; `network: false` adds a network namespace.
-    pub fn new(writable: &[PathBuf], network: bool) -> io::Result<Recipe> {
+    /// `writable` are canonical directories; `network: false` adds a network namespace;
+    /// `private` are mounted over (those that exist); `protected` are canonical paths kept
+    /// read-only (those that exist).
+    /// `visible` are canonical directories mounted back read-only where a private mount
+    /// would hide them (the workspace under /tmp in `read-only`).
+    pub fn new(
+        writable: &[PathBuf],
+        visible: &[PathBuf],
+        network: bool,
+        private: &[Private],
+        protected: &[PathBuf],
+    ) -> io::Result<Recipe> {
+        let hidden = |dir: &PathBuf| {
+            private
+                .iter()
+                .any(|p| p.path.is_dir() && dir.starts_with(&p.path))
+        };
         let mut dirs: Vec<&PathBuf> = writable.iter().collect();
+        dirs.extend(
+            visible
+                .iter()
+                .filter(|d| !writable.contains(d) && hidden(d)),
+        );
         dirs.sort_by_key(|d| d.components().count());
         dirs.dedup();
         let mut list = Vec::new();
-        for dir in dirs {
+        for dir in &dirs {
             let meta = std::fs::metadata(dir)?;
             list.push(Writable {
                 path: cstring(dir)?,
                 dev: meta.dev(),
                 ino: meta.ino(),
+                read_only: !writable.contains(dir),
             });
+        }
+        let private: Vec<&Private> = private.iter().filter(|p| p.path.is_dir()).collect();
+        // Each directory's places from the mount down, parents first (mkdir takes EEXIST).
+        let mut places: Vec<CString> = Vec::new();
+        for dir in &dirs {
+            if let Some(mount) = private.iter().find(|p| dir.starts_with(&p.path)) {
+                let mut chain: Vec<&Path> =
+                    dir.ancestors().take_while(|a| *a != mount.path).collect();
+                chain.reverse();
+                for place in chain {
+                    places.push(cstring(place)?);
+                }
+            }
+        }
+        let mut kept = Vec::new();
+        for path in protected {
+            // Never a symlink: open_tree would not follow it, and git does not need it kept.
+            let Ok(meta) = std::fs::symlink_metadata(path) else {
+                continue;
+            };
+            if !meta.file_type().is_symlink() {
+                kept.push(Writable {
+                    path: cstring(path)?,
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                    read_only: true,
+                });
+            }
         }
         // SAFETY: getters without side effects.
         let (uid, gid) = unsafe { (sys::geteuid(), sys::getegid()) };
         Ok(Recipe {
             all_writable: writable.iter().any(|d| d == Path::new("/")),
             writable: list,
+            private: private
+                .iter()
+                .map(|p| Ok((cstring(&p.path)?, CString::new(p.options)?)))
+                .collect::<io::Result<_>>()?,
+            places,
+            protected: kept,
             network,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         })
+    }
+
+    /// The private mounts' paths, to open from outside through the holder's root.
+    pub fn private_paths(&self) -> impl Iterator<Item = &CString> {
+        self.private.iter().map(|(path, _)| path)
     }
 }
 
@@ -187,6 +281,9 @@ pub struct Holder {
     network: bool,
     /// Why `/proc` inside is turn's (all processes visible), if the private one failed.
     pub shared_proc: Option<io::Error>,
+    /// The private /tmp and /dev/shm as the commands see them, opened through the holder's
+    /// root: Landlock's rules for them need these (the host's /tmp is another directory).
+    pub private: Vec<OwnedFd>,
 }
 
 /// Namespace descriptor files, in the order they must be joined, and their setns type.
@@ -229,13 +326,14 @@ impl Holder {
             _lifeline: ctl,
             network: recipe.network,
             shared_proc: None,
+            private: Vec::new(),
         };
-        started.finish(report)
+        started.finish(report, recipe)
     }
 
     /// The holder's side of the handshake: it reports its set-up; then its namespaces are
     /// opened, and it is told to lock itself down, which it confirms.
-    fn finish(mut self, report: OwnedFd) -> Result<Holder, Unavailable> {
+    fn finish(mut self, report: OwnedFd, recipe: &Recipe) -> Result<Holder, Unavailable> {
         let message = |report: &OwnedFd| -> Result<Failed, Unavailable> {
             let mut bytes = [0; 8];
             match sys::read_all(report.as_raw_fd(), &mut bytes) {
@@ -263,6 +361,14 @@ impl Holder {
                 err,
             })?;
             self.namespaces.push((file.into(), kind as c_int));
+        }
+        for path in recipe.private_paths() {
+            let inside = format!("/proc/{}/root{}", self.pid, path.to_string_lossy());
+            let file = std::fs::File::open(&inside).map_err(|err| Unavailable {
+                step: step_name(STEP_TMPFS),
+                err,
+            })?;
+            self.private.push(file.into());
         }
         let go = [1u8];
         // SAFETY: go is a valid one-byte buffer.
@@ -411,7 +517,7 @@ fn set_up(recipe: &Recipe, report: c_int, ctl: c_int) -> Result<c_int, Failed> {
 /// # Safety
 /// System calls only; `recipe` was prepared before the clone.
 unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
-    // At most this many writable directories (the workspace, the temp dir, --writable ones).
+    // At most this many writable directories (the workspace, --writable ones).
     const MAX: usize = 64;
     let mut trees = [-1 as c_int; MAX];
     for (i, dir) in recipe.writable.iter().enumerate().take(MAX) {
@@ -433,6 +539,9 @@ unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
                 errno: 18, // EXDEV
             });
         }
+        if dir.read_only && !read_only_tree(trees[i]) {
+            return Err(Failed::now(STEP_READ_ONLY));
+        }
     }
     let attr = [MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0];
     if sys::syscall(
@@ -445,6 +554,18 @@ unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
     ) != 0
     {
         return Err(Failed::now(STEP_READ_ONLY));
+    }
+    let tmpfs = c"tmpfs".as_ptr();
+    for (path, options) in &recipe.private {
+        let flags = MS_NOSUID | MS_NODEV;
+        if sys::mount(tmpfs, path.as_ptr(), tmpfs, flags, options.as_ptr().cast()) != 0 {
+            return Err(Failed::now(STEP_TMPFS));
+        }
+    }
+    for place in &recipe.places {
+        if sys::mkdir(place.as_ptr(), 0o755) != 0 && sys::errno() != EEXIST {
+            return Err(Failed::now(STEP_MKDIR));
+        }
     }
     for (i, dir) in recipe.writable.iter().enumerate().take(MAX) {
         if sys::syscall(
@@ -460,7 +581,65 @@ unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
         }
         sys::close(trees[i]);
     }
+    protect(recipe)
+}
+
+/// Puts a read-only copy of each protected path over itself, after the writable
+/// directories are back (they hold them). A path moved or replaced since turn looked is an
+/// error, as for writable directories.
+///
+/// # Safety
+/// System calls only; `recipe` was prepared before the clone.
+unsafe fn protect(recipe: &Recipe) -> Result<(), Failed> {
+    for path in &recipe.protected {
+        let flags = OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | sys::O_CLOEXEC as c_uint;
+        let tree = sys::syscall(
+            sys::OPEN_TREE,
+            sys::AT_FDCWD as c_long,
+            path.path.as_ptr(),
+            flags as c_long,
+        );
+        if tree < 0 {
+            return Err(Failed::now(STEP_PROTECT));
+        }
+        let tree = tree as c_int;
+        if sys::dev_ino(tree) != Some((path.dev, path.ino)) {
+            return Err(Failed {
+                step: STEP_MOVED,
+                errno: 18, // EXDEV
+            });
+        }
+        let done = read_only_tree(tree)
+            && sys::syscall(
+                sys::MOVE_MOUNT,
+                tree as c_long,
+                c"".as_ptr(),
+                sys::AT_FDCWD as c_long,
+                path.path.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH as c_long,
+            ) == 0;
+        if !done {
+            return Err(Failed::now(STEP_PROTECT));
+        }
+        sys::close(tree);
+    }
     Ok(())
+}
+
+/// Makes a detached tree (from open_tree) read-only, all of it.
+///
+/// # Safety
+/// A system call only.
+unsafe fn read_only_tree(tree: c_int) -> bool {
+    let attr = [MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0];
+    sys::syscall(
+        sys::MOUNT_SETATTR,
+        tree as c_long,
+        c"".as_ptr(),
+        (AT_RECURSIVE | AT_EMPTY_PATH) as c_long,
+        attr.as_ptr(),
+        std::mem::size_of_val(&attr) as c_long,
+    ) == 0
 }
 
 /// Gives up the holder's capabilities and makes it undumpable, so no command can read its

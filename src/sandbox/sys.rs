@@ -28,6 +28,7 @@ extern "C" {
     pub fn pipe2(fds: *mut c_int, flags: c_int) -> c_int;
     pub fn dup2(old: c_int, new: c_int) -> c_int;
     pub fn chdir(path: *const c_char) -> c_int;
+    pub fn mkdir(path: *const c_char, mode: c_uint) -> c_int;
     pub fn setsid() -> c_int;
     pub fn setns(fd: c_int, nstype: c_int) -> c_int;
     pub fn mount(

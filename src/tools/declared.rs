@@ -35,6 +35,8 @@ pub struct ServerSpec {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub source: String,
+    /// What the user vouched for (see `vouch`), checked again before each start.
+    pub vouched: Option<(String, Vec<super::vouch::Pin>)>,
 }
 
 /// What a tools file declares.
@@ -190,6 +192,7 @@ fn server(name: &str, spec: &Value, source: &str) -> Result<ServerSpec, String> 
         args,
         env,
         source: source.to_string(),
+        vouched: None,
     })
 }
 
@@ -314,6 +317,7 @@ mod tests {
                 args: vec!["srv.py".into()],
                 env: vec![("A".into(), "1".into())],
                 source: "f.json".into(),
+                vouched: None,
             }]
         );
     }

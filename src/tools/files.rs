@@ -198,6 +198,23 @@ fn may_write(ctx: &Context, approver: &mut Approver, what: &str) -> Result<(), S
     approver.check(Action::Write(what))
 }
 
+/// Refuses writes in a .git or .turn (what runs outside the sandbox later: hooks, git's
+/// config, tools files), unless the user passed --writable-protected.
+fn refuse_protected(
+    path: &Path,
+    name: &dyn std::fmt::Display,
+    ctx: &Context,
+) -> Result<(), String> {
+    if sandbox::protect::covers(&ctx.protected, path) {
+        return Err(format!(
+            "{name} is protected: every .git and .turn in the workspace is read-only, since \
+             what is there runs outside the sandbox later (git hooks, git's config, tools \
+             files). Nothing was written; say in your answer what should change there"
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn write_file(
     mut args: WriteArgs,
     ctx: &Context,
@@ -228,6 +245,7 @@ pub(super) fn write_file(
     }
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
+    refuse_protected(&path, &name, ctx)?;
     let rel = relative(&path, ctx);
     let Some(file_name) = rel.file_name() else {
         return Err(format!("{name} is a directory"));
@@ -278,6 +296,7 @@ pub(super) fn edit_file(
 ) -> Result<Output, String> {
     let path = resolve(&args.path, ctx)?;
     let name = shown(&path, ctx);
+    refuse_protected(&path, &name, ctx)?;
     if args.old_text.is_empty() {
         return Err("old_text is empty; to create a file use write_file".into());
     }

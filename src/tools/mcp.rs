@@ -152,6 +152,9 @@ impl Mcp {
 impl Server {
     /// Spawns the server, initializes it and lists its tools as (name, description, schema).
     fn start(spec: &ServerSpec) -> Result<(Server, Vec<Listed>), String> {
+        if let Some((key, pins)) = &spec.vouched {
+            super::vouch::recheck(key, pins)?;
+        }
         let log = unnamed_file().ok();
         let mut command = Command::new(&spec.command);
         command

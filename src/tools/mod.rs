@@ -20,6 +20,7 @@ pub mod nearmatch;
 pub mod replace;
 mod shell;
 pub mod truncate;
+pub mod vouch;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Tool {
@@ -52,6 +53,9 @@ pub struct Context<'a> {
     pub sandbox: crate::sandbox::exec::Runner,
     /// `--sandbox read-only`: the file tools write nothing.
     pub read_only: bool,
+    /// Paths the file tools write nothing beneath (every .git and .turn, see
+    /// `sandbox::protect`), resolved.
+    pub protected: Vec<std::path::PathBuf>,
     /// Declared and MCP tools.
     pub user: UserTools,
 }
@@ -429,6 +433,7 @@ mod tests {
             max_output,
             sandbox: crate::sandbox::exec::Runner::unconfined(workspace),
             read_only: false,
+            protected: Vec::new(),
             user: UserTools::default(),
         }
     }

@@ -473,6 +473,12 @@ impl Workspace {
         std::fs::write(path, content).unwrap();
     }
 
+    /// turn's state directory for runs in this workspace (XDG_STATE_HOME): beside it, so
+    /// what turn records there (vouching, the latest session) is not among its files.
+    pub fn state(&self) -> PathBuf {
+        PathBuf::from(format!("{}-state", self.dir.display()))
+    }
+
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.path(name)).unwrap_or_else(|e| panic!("read {name}: {e}"))
     }
@@ -480,6 +486,7 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.state());
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -538,6 +545,7 @@ pub fn turn(ws: &Workspace, mock: &Mock) -> Command {
         .env("PATH", std::env::var("PATH").unwrap_or_default());
     command
         .env("HOME", &ws.dir)
+        .env("XDG_STATE_HOME", ws.state())
         .env("OPENAI_BASE_URL", &mock.url)
         .env("TURN_MODEL", "mock-model");
     command.stdin(Stdio::null());
