@@ -389,7 +389,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<(Vec<Message>, Vec<usize>), String
 }
 
 /// `2026-12-02T13-33-25` for seconds since the epoch (UTC; civil-from-days, Howard Hinnant).
-fn timestamp(secs: u64) -> String {
+pub fn timestamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rest = secs % 86_400;
     let z = days + 719_468;

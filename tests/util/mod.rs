@@ -478,9 +478,18 @@ impl Workspace {
     }
 }
 
+impl Workspace {
+    /// Where runs in this workspace keep their checkpoints (XDG_STATE_HOME): beside it, as a
+    /// real store is outside the workspace.
+    pub fn state(&self) -> PathBuf {
+        self.dir.with_extension("state")
+    }
+}
+
 impl Drop for Workspace {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_dir_all(self.state());
     }
 }
 
@@ -538,6 +547,7 @@ pub fn turn(ws: &Workspace, mock: &Mock) -> Command {
         .env("PATH", std::env::var("PATH").unwrap_or_default());
     command
         .env("HOME", &ws.dir)
+        .env("XDG_STATE_HOME", ws.state())
         .env("OPENAI_BASE_URL", &mock.url)
         .env("TURN_MODEL", "mock-model");
     command.stdin(Stdio::null());
