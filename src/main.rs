@@ -175,7 +175,9 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         agent.file_list = prompt::file_list(&workspace);
     }
     let mut recorder = Recorder::new(front, session);
-    let mut checkpoints = checkpoint::Keeper::open(&workspace, &mut recorder);
+    // Under --sandbox read-only nothing the model runs changes files: no checkpoints to keep.
+    let read_only = args.sandbox == Mode::ReadOnly;
+    let mut checkpoints = checkpoint::Keeper::open(&workspace, read_only, &mut recorder);
     let Some(prompt) = prompt else {
         let setup = repl::Setup::new(args, &workspace, &agent.tools.sandbox.layers());
         return repl::run(

@@ -427,10 +427,10 @@ pub struct Keeper {
 }
 
 impl Keeper {
-    /// Checkpoints for `workspace`, unless TURN_CHECKPOINTS=off. A store that cannot be
-    /// opened is said once, and the run goes on without checkpoints.
-    pub fn open(workspace: &Path, reporter: &mut dyn Reporter) -> Keeper {
-        let off = std::env::var("TURN_CHECKPOINTS").is_ok_and(|v| v.trim() == "off");
+    /// Checkpoints for `workspace`, unless `off` or TURN_CHECKPOINTS=off. A store that cannot
+    /// be opened is said once, and the run goes on without checkpoints.
+    pub fn open(workspace: &Path, off: bool, reporter: &mut dyn Reporter) -> Keeper {
+        let off = off || std::env::var("TURN_CHECKPOINTS").is_ok_and(|v| v.trim() == "off");
         let store = match off {
             true => None,
             false => match Store::open(workspace) {
