@@ -73,7 +73,9 @@ struct Walk {
     skip: Option<(u32, u32, u64)>,
     max_files: usize,
     rules: Vec<Rules>,
-    scan: Scan,
+    /// In walk order; the tree is built from them at the end, at once.
+    entries: Vec<(String, Entry)>,
+    unnamed: usize,
 }
 
 /// Every tracked entry beneath `workspace` (see `ignore`). More than `max_files` entries is
@@ -92,13 +94,14 @@ pub fn scan(workspace: &Path, skip: Option<&Path>, max_files: usize) -> io::Resu
         skip,
         max_files,
         rules: Vec::new(),
-        scan: Scan {
-            tree: Tree::new(),
-            unnamed: 0,
-        },
+        entries: Vec::new(),
+        unnamed: 0,
     };
     walk.dir(&root, "")?;
-    Ok(walk.scan)
+    Ok(Scan {
+        tree: walk.entries.into_iter().collect(),
+        unnamed: walk.unnamed,
+    })
 }
 
 fn major(dev: u64) -> u32 {
@@ -132,7 +135,7 @@ impl Walk {
     fn entries(&mut self, dir: &OwnedFd, base: &str, names: &[CString]) -> io::Result<()> {
         for name in names {
             let Ok(text) = std::str::from_utf8(name.as_bytes()) else {
-                self.scan.unnamed += 1;
+                self.unnamed += 1;
                 continue;
             };
             if ignore::always(text) {
@@ -152,7 +155,7 @@ impl Walk {
             if ignore::ignored(&self.rules, &rel, kind == Kind::Dir) {
                 continue;
             }
-            if self.scan.tree.len() >= self.max_files {
+            if self.entries.len() >= self.max_files {
                 return Err(io::Error::other(format!(
                     "the workspace has more than {} files to track (TURN_CHECKPOINT_MAX_FILES)",
                     self.max_files
@@ -173,7 +176,7 @@ impl Walk {
                 Kind::Link => match link_target(dir, name) {
                     Some(target) => entry.target = Some(target),
                     None => {
-                        self.scan.unnamed += 1;
+                        self.unnamed += 1;
                         continue;
                     }
                 },
@@ -202,7 +205,7 @@ impl Walk {
                         continue;
                     }
                     (entry.size, entry.mtime, entry.ctime, entry.ino) = (0, 0, 0, 0);
-                    self.scan.tree.insert(rel.clone(), entry);
+                    self.entries.push((rel.clone(), entry));
                     let pushed = match names.iter().any(|n| n.as_bytes() == b".gitignore") {
                         true => read_small(&sub, c".gitignore")
                             .map(|text| self.rules.push(Rules::parse(&rel, &text)))
@@ -217,7 +220,7 @@ impl Walk {
                     continue;
                 }
             }
-            self.scan.tree.insert(rel, entry);
+            self.entries.push((rel, entry));
         }
         Ok(())
     }

@@ -234,7 +234,8 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
     }
     let scanned = fields.next()?.parse().ok()?;
     let stored = fields.next()?.parse().ok()?;
-    let mut tree = Tree::new();
+    // Collected first: a tree built from sorted pairs at once is much cheaper than by inserts.
+    let mut entries = Vec::new();
     let mut rest = &bytes[end + 1..];
     while !rest.is_empty() {
         let head_end = nth_space(rest, 7)?;
@@ -244,9 +245,13 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
         let path = std::str::from_utf8(&rest[..path_end]).ok()?.to_string();
         rest = &rest[path_end + 1..];
         let target_end = rest.iter().position(|&b| b == 0)?;
-        let target = std::str::from_utf8(&rest[..target_end]).ok()?.to_string();
+        let target = &rest[..target_end];
         rest = &rest[target_end + 1..];
-        let f: Vec<&str> = head.split(' ').collect();
+        let mut fields = head.split(' ');
+        let mut f = [""; 7];
+        for slot in &mut f {
+            *slot = fields.next()?;
+        }
         let kind = match f[0] {
             "f" => Kind::File,
             "l" => Kind::Link,
@@ -261,11 +266,14 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
             ctime: f[4].parse().ok()?,
             ino: f[5].parse().ok()?,
             blob: (f[6] != "-").then(|| f[6].to_string()),
-            target: (kind == Kind::Link).then_some(target),
+            target: match kind {
+                Kind::Link => Some(std::str::from_utf8(target).ok()?.to_string()),
+                _ => None,
+            },
         };
-        tree.insert(path, entry);
+        entries.push((path, entry));
     }
-    Some((scanned, stored, tree))
+    Some((scanned, stored, entries.into_iter().collect()))
 }
 
 /// The position of the `n`th space in `bytes`.

@@ -182,8 +182,12 @@ impl Store {
         let mut too_big = Vec::new();
         let mut dirty = tree.len() != self.tree.len();
         let mut gone = Vec::new();
+        let mut vanished = Vec::new();
+        // Both trees are in path order: one pass over each finds every path's old entry.
+        let mut olds = self.tree.iter().peekable();
         for (path, entry) in tree.iter_mut() {
-            let old = self.tree.get(path);
+            while olds.next_if(|(p, _)| p.as_str() < path.as_str()).is_some() {}
+            let old = olds.next_if(|(p, _)| *p == path).map(|(_, e)| e);
             if entry.kind != Kind::File {
                 dirty |= old != Some(entry);
                 continue;
@@ -222,6 +226,8 @@ impl Store {
                         entry.blob = Some(name);
                     }
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    // Gone since the scan: as if the scan had not seen it.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => vanished.push(path.clone()),
                     Err(e) => notices.push(format!("checkpoint: {path} could not be kept: {e}")),
                 }
                 break;
@@ -247,13 +253,18 @@ impl Store {
                 scan.unnamed
             ));
         }
-        let kept: HashSet<&String> = tree.values().filter_map(|e| e.blob.as_ref()).collect();
-        for old in self.tree.values() {
-            if let Some(blob) = old.blob.as_ref().filter(|b| !kept.contains(b)) {
-                gone.push(blob.clone());
+        for path in &vanished {
+            tree.remove(path);
+        }
+        // Unless something changed, every copy is still in use.
+        if dirty {
+            let kept: HashSet<&String> = tree.values().filter_map(|e| e.blob.as_ref()).collect();
+            for old in self.tree.values() {
+                if let Some(blob) = old.blob.as_ref().filter(|b| !kept.contains(b)) {
+                    gone.push(blob.clone());
+                }
             }
         }
-        dirty |= !gone.is_empty();
         self.tree = tree;
         if dirty || self.scanned == 0 {
             self.scanned = started;
