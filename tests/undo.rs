@@ -348,3 +348,37 @@ fn prune_deletes_the_workspace_store() {
     assert_has(&list.stdout, "no checkpoints");
     assert_eq!(ws.read("a.txt"), "a\nb\n");
 }
+
+#[test]
+fn undo_again_takes_back_the_turn_before_in_the_same_session() {
+    let ws = Workspace::new();
+    let state = state_dir();
+    ws.write("a.txt", "a\n");
+    ws.write("b.txt", "b\n");
+    let first = Mock::start(vec![bash("echo 1 >> a.txt"), Reply::Text("One.")]);
+    go_in(&ws, &first, &state.dir, &["first"]).expect(0);
+    let second = Mock::start(vec![bash("echo 2 >> b.txt"), Reply::Text("Two.")]);
+    go_in(&ws, &second, &state.dir, &["-c", "second"]).expect(0);
+    assert_eq!(
+        (ws.read("a.txt"), ws.read("b.txt")),
+        ("a\n1\n".into(), "b\n2\n".into())
+    );
+
+    let undo = go_in(&ws, &idle(), &state.dir, &["--undo"]).expect(0);
+    assert_has(&undo.stdout, "undo of checkpoint 2 (second)");
+    assert_eq!(
+        (ws.read("a.txt"), ws.read("b.txt")),
+        ("a\n1\n".into(), "b\n".into())
+    );
+    let undo = go_in(&ws, &idle(), &state.dir, &["--undo"]).expect(0);
+    assert_has(&undo.stdout, "undo of checkpoint 1 (first)");
+    assert_eq!(
+        (ws.read("a.txt"), ws.read("b.txt")),
+        ("a\n".into(), "b\n".into())
+    );
+    // The session heard of both undos.
+    let sessions = std::fs::read_dir(ws.path(".turn/sessions")).unwrap();
+    let session = sessions.map(|e| e.unwrap().path()).next().unwrap();
+    let text = std::fs::read_to_string(session).unwrap();
+    assert_eq!(text.matches("with turn's undo").count(), 2, "{text}");
+}

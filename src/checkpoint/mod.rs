@@ -596,6 +596,15 @@ pub fn undo(
     reporter: &mut dyn Reporter,
 ) -> Result<Undone> {
     let failed = |e: io::Error| Error::Undo(format!("the checkpoint store: {e}"));
+    if !store_dir(workspace).is_some_and(|dir| dir.join("log.jsonl").exists()) {
+        return Ok(Undone {
+            lines: vec![format!(
+                "nothing to undo: no checkpoints for {}",
+                workspace.display()
+            )],
+            note: None,
+        });
+    }
     let mut store = Store::open(workspace).map_err(failed)?;
     let records = store.log().map_err(failed)?;
     let session = session.map(absolute);
