@@ -197,7 +197,8 @@ impl Walk {
                     }) else {
                         continue;
                     };
-                    let names = list(&sub)?;
+                    // A directory turn may not read is not tracked (nor restored).
+                    let Ok(names) = list(&sub) else { continue };
                     if names
                         .iter()
                         .any(|n| ignore::MARKERS.iter().any(|m| n.as_bytes() == m.as_bytes()))
