@@ -841,3 +841,42 @@ fn du(dir: &Path) -> u64 {
         })
         .sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: u64, kind: &str, undid: &[u64]) -> Record {
+        Record {
+            id,
+            time: 0,
+            kind: kind.into(),
+            session: None,
+            task: String::new(),
+            undid: undid.to_vec(),
+            changes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_undo_of_an_undo_brings_back_what_it_undid() {
+        let turns = [record(1, "turn", &[]), record(2, "turn", &[])];
+        let undo = record(3, "undo", &[2]);
+        let mut log = turns.to_vec();
+        log.push(undo);
+        assert_eq!(undone(&log), HashSet::from([2]));
+        // A restore to before the undo takes the undo back: turn 2 is live again.
+        log.push(record(4, "restore", &[3]));
+        assert_eq!(undone(&log), HashSet::from([3]));
+        // A restore to before turn 2 covers the undo too: turn 2 stays undone.
+        log.push(record(5, "restore", &[2, 3, 4]));
+        assert_eq!(undone(&log), HashSet::from([2, 3, 4]));
+    }
+
+    #[test]
+    fn tasks_are_listed_by_their_first_line_cut_short() {
+        assert_eq!(first_line("  fix it\nthen more"), "fix it");
+        let long = "x".repeat(100);
+        assert_eq!(first_line(&long).chars().count(), 81);
+    }
+}
