@@ -7,21 +7,21 @@
 //! `RACY_NS` before a scan could change again within the same timestamp tick, so its identity
 //! is not trusted next time (the content is compared), as git does with "racily clean" files.
 
-use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// How close to a scan a change must be for its timestamps not to be trusted (coarse kernel
 /// clocks tick every few milliseconds).
 pub const RACY_NS: i64 = 50_000_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     File,
     Link,
     Dir,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub kind: Kind,
     /// Permission bits (0o7777).
@@ -31,10 +31,8 @@ pub struct Entry {
     pub ctime: i64,
     pub ino: u64,
     /// A file's stored copy; None when it was too big to keep.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
     /// A symlink's target.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
 }
 
@@ -64,7 +62,7 @@ impl Entry {
 pub type Tree = BTreeMap<String, Entry>;
 
 /// One path a checkpoint changed: its entry before and after (None: absent).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub path: String,
     pub before: Option<Entry>,
@@ -82,6 +80,61 @@ impl Change {
             (Some(b), Some(a)) if b.kind == Kind::File && b.blob != a.blob => "modified",
             _ => "mode",
         }
+    }
+}
+
+impl Change {
+    /// As a log line holds it: `{"path", "before", "after"}`, an entry being
+    /// `[kind, mode, size, mtime, ctime, ino, blob, target]` (null: absent).
+    pub fn to_json(&self) -> Value {
+        let entry = |e: &Option<Entry>| match e {
+            None => Value::Null,
+            Some(e) => json!([
+                match e.kind {
+                    Kind::File => "f",
+                    Kind::Link => "l",
+                    Kind::Dir => "d",
+                },
+                e.mode,
+                e.size,
+                e.mtime,
+                e.ctime,
+                e.ino,
+                e.blob,
+                e.target
+            ]),
+        };
+        json!({"path": self.path, "before": entry(&self.before), "after": entry(&self.after)})
+    }
+
+    pub fn from_json(value: &Value) -> Option<Change> {
+        let entry = |v: &Value| -> Option<Option<Entry>> {
+            if v.is_null() {
+                return Some(None);
+            }
+            let f = v.as_array().filter(|f| f.len() == 8)?;
+            let text = |v: &Value| v.as_str().map(String::from);
+            Some(Some(Entry {
+                kind: match f[0].as_str()? {
+                    "f" => Kind::File,
+                    "l" => Kind::Link,
+                    "d" => Kind::Dir,
+                    _ => return None,
+                },
+                mode: u32::try_from(f[1].as_u64()?).ok()?,
+                size: f[2].as_u64()?,
+                mtime: f[3].as_i64()?,
+                ctime: f[4].as_i64()?,
+                ino: f[5].as_u64()?,
+                blob: text(&f[6]),
+                target: text(&f[7]),
+            }))
+        };
+        Some(Change {
+            path: value["path"].as_str()?.to_string(),
+            before: entry(&value["before"])?,
+            after: entry(&value["after"])?,
+        })
     }
 }
 
@@ -331,6 +384,34 @@ mod tests {
         assert_eq!(decode(&bytes), Some((42, 7, t)));
         assert_eq!(decode(b"something else\n"), None);
         assert_eq!(decode(&bytes[..bytes.len() - 3]), None);
+    }
+
+    #[test]
+    fn changes_round_trip_through_their_log_form() {
+        let mut link = file("-", 9);
+        link.kind = Kind::Link;
+        link.blob = None;
+        link.target = Some("../t".into());
+        for change in [
+            Change {
+                path: "a b".into(),
+                before: Some(file("1", 1)),
+                after: None,
+            },
+            Change {
+                path: "l".into(),
+                before: None,
+                after: Some(link),
+            },
+        ] {
+            let text = change.to_json().to_string();
+            let back: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(Change::from_json(&back), Some(change));
+        }
+        assert_eq!(
+            Change::from_json(&json!({"path": "x", "before": [1]})),
+            None
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::sandbox::fsafe::Dir;
 use manifest::{Change, Entry, Kind, Refusal, Tree};
-use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashSet};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -105,7 +105,7 @@ fn now_ns() -> i64 {
 }
 
 /// One checkpoint in the log.
-#[derive(Serialize, Deserialize, Clone)]
+#[derive(Clone)]
 struct Record {
     id: u64,
     /// Seconds since the epoch.
@@ -113,14 +113,40 @@ struct Record {
     /// "turn", "undo" or "restore".
     kind: String,
     /// The session file it belongs to, as an absolute path.
-    #[serde(default)]
     session: Option<String>,
     /// The task's first line (turns), or what was undone.
     task: String,
     /// The checkpoints an undo or restore took back.
-    #[serde(default)]
     undid: Vec<u64>,
     changes: Vec<Change>,
+}
+
+impl Record {
+    /// One line of `log.jsonl`.
+    fn to_json(&self) -> Value {
+        let changes: Vec<Value> = self.changes.iter().map(Change::to_json).collect();
+        json!({"id": self.id, "time": self.time, "kind": self.kind, "session": self.session,
+               "task": self.task, "undid": self.undid, "changes": changes})
+    }
+
+    fn from_json(value: &Value) -> Option<Record> {
+        let changes = value["changes"].as_array()?;
+        Some(Record {
+            id: value["id"].as_u64()?,
+            time: value["time"].as_u64()?,
+            kind: value["kind"].as_str()?.to_string(),
+            session: value["session"].as_str().map(String::from),
+            task: value["task"].as_str()?.to_string(),
+            undid: match value["undid"].as_array() {
+                Some(ids) => ids.iter().filter_map(Value::as_u64).collect(),
+                None => Vec::new(),
+            },
+            changes: changes
+                .iter()
+                .map(Change::from_json)
+                .collect::<Option<_>>()?,
+        })
+    }
 }
 
 /// A workspace's store, its index loaded.
@@ -315,14 +341,15 @@ impl Store {
         // A line a kill cut short is skipped.
         Ok(text
             .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter_map(|value| Record::from_json(&value))
             .collect())
     }
 
     /// Appends a record with the next id; returns the id.
     fn append(&self, mut record: Record) -> io::Result<u64> {
         record.id = self.log()?.last().map_or(1, |r| r.id + 1);
-        let mut line = serde_json::to_string(&record).map_err(io::Error::other)?;
+        let mut line = record.to_json().to_string();
         line.push('\n');
         std::fs::OpenOptions::new()
             .create(true)
