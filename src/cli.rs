@@ -4,6 +4,7 @@
 //! `parse` takes the arguments and the environment as values, so tests feed plain arrays.
 
 use crate::approve::Approve;
+use crate::checkpoint::Action;
 use crate::error::{Error, Result};
 use crate::sandbox::Mode;
 use crate::wire::server::{self, Probe};
@@ -277,6 +278,45 @@ stdout then holds only that JSON, on one line",
         &["the REPL even when stdin is not a terminal (line by line)"],
     ),
     (
+        "--undo",
+        &[
+            "take back the newest turn of the newest session (or of --session
+FILE) that changed files, commands' changes included; again: the
+one before. Only paths that turn changed, and only if unchanged
+since (else it names them and changes nothing)",
+        ],
+    ),
+    (
+        "--checkpoints",
+        &["list the checkpoints of the workspace: id, time, turn, files, task"],
+    ),
+    (
+        "--restore ID",
+        &[
+            "take the workspace back to before checkpoint ID (an undo is a
+checkpoint too: restoring the one before it takes it back)",
+        ],
+    ),
+    (
+        "--dry-run",
+        &["with --undo or --restore: say what would change, change nothing"],
+    ),
+    (
+        "--force",
+        &["with --undo or --restore: put back paths changed since, too"],
+    ),
+    (
+        "--prune-checkpoints",
+        &[
+            "delete this workspace's checkpoints (and those of workspaces that
+are gone). Checkpoints live in $XDG_STATE_HOME/turn (default
+~/.local/state/turn), never in the workspace; .git, .gitignore'd
+paths, .turn, node_modules, __pycache__ and dirs with CACHEDIR.TAG
+or pyvenv.cfg are left out [env TURN_CHECKPOINTS=off: none;
+TURN_CHECKPOINT_MAX_FILE / _MAX_TOTAL bytes, _MAX_FILES count]",
+        ],
+    ),
+    (
         "--generate man",
         &["print the manual page (roff, for man) and exit"],
     ),
@@ -353,6 +393,14 @@ pub fn help() -> String {
 #[derive(Debug, PartialEq)]
 pub enum Command {
     Run(Box<Args>),
+    /// `--undo`, `--restore`, `--checkpoints`, `--prune-checkpoints`, with the workspace and
+    /// session flags given beside it.
+    Checkpoints {
+        args: Box<Args>,
+        action: Action,
+        dry_run: bool,
+        force: bool,
+    },
     /// `--sandbox-check`, with the sandbox flags given beside it.
     SandboxCheck(Box<Args>),
     Help,
@@ -475,6 +523,13 @@ pub fn parse(
             "{flag} cannot be combined with another session flag"
         ))),
     };
+    let (mut action, mut dry_run, mut force) = (None, false, false);
+    let mut set_action = |new: Action| match action.replace(new) {
+        None => Ok(()),
+        Some(_) => Err(Error::Usage(
+            "--undo, --restore, --checkpoints and --prune-checkpoints go one at a time".into(),
+        )),
+    };
     let mut words: Vec<String> = Vec::new();
 
     let mut parser = lexopt::Parser::from_iter(std::iter::once(OsString::from("turn")).chain(args));
@@ -543,6 +598,18 @@ pub fn parse(
             Short('c') | Long("continue") => set_session(Session::Latest, "--continue")?,
             Long("no-session") => set_session(Session::Off, "--no-session")?,
             Short('i') | Long("interactive") => interactive = true,
+            Long("undo") => set_action(Action::Undo)?,
+            Long("checkpoints") => set_action(Action::List)?,
+            Long("prune-checkpoints") => set_action(Action::Prune)?,
+            Long("restore") => {
+                let value = text(parser.value()?, "--restore")?;
+                let id = value.trim().parse().map_err(|_| {
+                    Error::Usage(format!("--restore takes a checkpoint's id, not '{value}'"))
+                })?;
+                set_action(Action::Restore(id))?
+            }
+            Long("dry-run") => dry_run = true,
+            Long("force") => force = true,
             Long("sandbox") => {
                 let value = text(parser.value()?, "--sandbox")?;
                 sandbox = Some(
@@ -632,6 +699,18 @@ pub fn parse(
             "-o and --output-schema are for one-shot runs, not --interactive".into(),
         ));
     }
+    let undoing = matches!(action, Some(Action::Undo | Action::Restore(_)));
+    if (dry_run || force) && !undoing {
+        return Err(Error::Usage(
+            "--dry-run and --force go with --undo or --restore".into(),
+        ));
+    }
+    if action.is_some() && (prompt != Prompt::Missing || interactive || json) {
+        return Err(Error::Usage(
+            "--undo, --restore, --checkpoints and --prune-checkpoints take no PROMPT, -i or --json"
+                .into(),
+        ));
+    }
     let base_url = base_url.trim_end_matches('/').to_string();
     // --sandbox-check talks to no server, so its base URL does not matter.
     if base_url.starts_with("https://") && !cfg!(feature = "tls") && !sandbox_check {
@@ -688,7 +767,14 @@ pub fn parse(
         tool_protocol,
         local_servers,
     });
-    Ok(if sandbox_check {
+    Ok(if let Some(action) = action {
+        Command::Checkpoints {
+            args,
+            action,
+            dry_run,
+            force,
+        }
+    } else if sandbox_check {
         Command::SandboxCheck(args)
     } else {
         Command::Run(args)
@@ -936,6 +1022,43 @@ mod tests {
         assert_eq!(args(&["-c", "x"]).session, Session::Latest);
         assert_eq!(args(&["--no-session", "x"]).session, Session::Off);
         assert!(usage(&["-c", "--session", "f", "x"]).contains("cannot be combined"));
+    }
+
+    #[test]
+    fn checkpoint_flags_are_flags_and_a_task_named_undo_stays_a_task() {
+        assert_eq!(args(&["undo"]).prompt, Prompt::Text("undo".into()));
+        let Ok(Command::Checkpoints {
+            args,
+            action,
+            dry_run,
+            force,
+        }) = run(&["--undo", "-C", "/tmp", "--dry-run", "--session", "s.jsonl"])
+        else {
+            panic!("an undo")
+        };
+        assert_eq!((action, dry_run, force), (Action::Undo, true, false));
+        assert_eq!(args.workspace, PathBuf::from("/tmp"));
+        assert_eq!(args.session, Session::File("s.jsonl".into()));
+        assert!(matches!(
+            run(&["--restore", "7", "--force"]),
+            Ok(Command::Checkpoints {
+                action: Action::Restore(7),
+                force: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            run(&["--checkpoints"]),
+            Ok(Command::Checkpoints {
+                action: Action::List,
+                ..
+            })
+        ));
+        assert!(usage(&["--restore", "x"]).contains("checkpoint's id"));
+        assert!(usage(&["--undo", "--checkpoints"]).contains("one at a time"));
+        assert!(usage(&["--dry-run", "x"]).contains("go with --undo"));
+        assert!(usage(&["--checkpoints", "--force"]).contains("go with --undo"));
+        assert!(usage(&["--undo", "do it"]).contains("take no PROMPT"));
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub enum Error {
     Schema(String),
     /// The model made the same call with the same result this many times among its latest: exit 4.
     Repeating { tool: String, times: u32 },
+    /// An undo or restore refused (a conflict, content not kept) or its store unusable: exit 1.
+    Undo(String),
     /// SIGINT: exit 130.
     Interrupted,
 }
@@ -96,6 +98,7 @@ impl Error {
             | Error::Timeout(_)
             | Error::Overflow { .. }
             | Error::Context(_)
+            | Error::Undo(_)
             | Error::Deadline(_) => 1,
             Error::MaxSteps(_) => 3,
             Error::Schema(_) => 5,
@@ -196,6 +199,7 @@ impl fmt::Display for Error {
                 write!(f, "the request does not fit the context window: {message}")
             }
             Error::Context(message) => f.write_str(message),
+            Error::Undo(message) => write!(f, "undo: {message}"),
             Error::Timeout(secs) => {
                 write!(f, "the server sent nothing for {secs}s (--request-timeout)")
             }

@@ -5,6 +5,7 @@
 
 mod agent;
 mod approve;
+mod checkpoint;
 mod cli;
 mod coach;
 mod context;
@@ -52,6 +53,12 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Command::SandboxCheck(args)) => return sandbox_check(&args),
+        Ok(Command::Checkpoints {
+            args,
+            action,
+            dry_run,
+            force,
+        }) => return checkpoints(&args, &action, dry_run, force),
         Ok(Command::Version) => {
             println!("turn {}", env!("TURN_LONG_VERSION"));
             return ExitCode::SUCCESS;
@@ -185,11 +192,24 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         agent.file_list = prompt::file_list(&workspace);
     }
     let mut recorder = Recorder::new(front, session);
+    // Under --sandbox read-only nothing the model runs changes files: no checkpoints to keep.
+    let read_only = args.sandbox == Mode::ReadOnly;
+    let mut checkpoints = checkpoint::Keeper::open(&workspace, read_only, &mut recorder);
     let Some(prompt) = prompt else {
         let setup = repl::Setup::new(args, &workspace, &agent.tools.sandbox.layers());
-        return repl::run(&mut agent, &mut history, &mut recorder, &setup);
+        return repl::run(
+            &mut agent,
+            &mut history,
+            &mut recorder,
+            &setup,
+            &mut checkpoints,
+        );
     };
-    let text = agent.turn(&mut history, &prompt, &mut recorder)?;
+    checkpoints.begin(&mut recorder);
+    let text = agent.turn(&mut history, &prompt, &mut recorder);
+    let session = recorder.path().map(Path::to_path_buf);
+    checkpoints.end(&prompt, session.as_deref(), &mut recorder);
+    let text = text?;
     let answer = match &output_schema {
         Some(schema) => {
             let value = agent.answer_as(schema, &mut history, &mut recorder)?;
@@ -437,6 +457,52 @@ fn sandbox_check(args: &Args) -> ExitCode {
         Ok((report, complete)) => {
             print!("{report}");
             ExitCode::from(if complete { 0 } else { 1 })
+        }
+        Err(error) => {
+            report::print_error(&error);
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+/// `--undo`, `--restore`, `--checkpoints`, `--prune-checkpoints`: what they say goes to stdout;
+/// an undo that changed files tells the session, so its next turn tells the model.
+fn checkpoints(args: &Args, action: &checkpoint::Action, dry_run: bool, force: bool) -> ExitCode {
+    use checkpoint::Action;
+    let mut console = Console::new(args.quiet, false);
+    let result = workspace(&args.workspace).and_then(|workspace| match action {
+        Action::List => checkpoint::list(&workspace),
+        Action::Prune => checkpoint::prune(&workspace),
+        Action::Undo | Action::Restore(_) => {
+            let root = open_dir(&workspace)?;
+            // The session whose turn is taken back: the one named, else the newest.
+            let session = match &args.session {
+                cli::Session::Off => None,
+                cli::Session::Fresh => session::find(&workspace, &root, &cli::Session::Latest)
+                    .ok()
+                    .flatten(),
+                which => session::find(&workspace, &root, which)?,
+            };
+            let path = session.as_ref().map(|s| s.path().to_path_buf());
+            let undone = checkpoint::undo(
+                &workspace,
+                action,
+                path.as_deref(),
+                dry_run,
+                force,
+                &mut console,
+            )?;
+            if let (Some(note), Some(session)) = (&undone.note, session) {
+                let mut recorder = Recorder::new(&mut console, Some(session));
+                recorder.report(Event::Message(&Message::user(note.as_str())));
+            }
+            Ok(undone.lines.join("\n") + "\n")
+        }
+    });
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
         }
         Err(error) => {
             report::print_error(&error);

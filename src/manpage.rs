@@ -30,6 +30,11 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     ("TURN_SANDBOX", "As --sandbox."),
     (
+        "TURN_CHECKPOINTS",
+        "off: no checkpoints at all. TURN_CHECKPOINT_MAX_FILE and TURN_CHECKPOINT_MAX_TOTAL \
+         (bytes) and TURN_CHECKPOINT_MAX_FILES (a count) cap what is kept.",
+    ),
+    (
         "XDG_STATE_HOME",
         "Where turn keeps its state outside the workspace (default ~/.local/state).",
     ),
@@ -59,8 +64,8 @@ const FILES: &[(&str, &str)] = &[
     ),
     (
         "$XDG_STATE_HOME/turn/",
-        "The tools files vouched for (vouched/) and the session each workspace ran last \
-         (sessions/).",
+        "The tools files vouched for (vouched/), the session each workspace ran last \
+         (sessions/) and each workspace's checkpoints (checkpoints/).",
     ),
     (
         "AGENTS.md",
@@ -70,7 +75,7 @@ const FILES: &[(&str, &str)] = &[
 
 /// Where more is written.
 const SEE_ALSO: &str = "The guides in docs/ of turn's source: local-models.md, servers.md, \
-                        sandbox.md, context.md, scripting.md, sessions.md, tools.md, building.md, \
+                        sandbox.md, undo.md, context.md, scripting.md, sessions.md, tools.md, building.md, \
                         performance.md, options.md.";
 
 /// The whole page.

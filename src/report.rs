@@ -67,6 +67,12 @@ pub enum Event<'a> {
         window: Option<u64>,
         history: &'a [Message],
     },
+    /// A turn that changed files ended: the checkpoint of what it changed, each path with what
+    /// happened to it (created, modified, deleted, mode, link, replaced).
+    Checkpoint {
+        id: u64,
+        files: &'a [(String, &'static str)],
+    },
     /// An error ended the turn (and, outside the REPL, the run).
     Failed(&'a Error),
     /// The run is over, with the error that ended it, if any.
@@ -221,6 +227,14 @@ impl Reporter for Console {
                 self.end_lines();
                 print_fallback(reason, hint);
             }
+            Event::Checkpoint { id, files } if !self.quiet => {
+                self.end_lines();
+                let s = if files.len() == 1 { "" } else { "s" };
+                eprintln!(
+                    "turn: checkpoint {id}: {} path{s} changed (turn --undo takes them back)",
+                    files.len()
+                );
+            }
             Event::Failed(error) => {
                 self.end_lines();
                 print_error(error);
@@ -307,6 +321,13 @@ impl Reporter for Json {
             Event::Answer(value) => {
                 self.output = Some(value.clone());
                 return;
+            }
+            Event::Checkpoint { id, files } => {
+                let files: Vec<Value> = files
+                    .iter()
+                    .map(|(path, change)| json!({"path": path, "change": change}))
+                    .collect();
+                json!({"type": "checkpoint", "id": id, "files": files})
             }
             Event::Failed(error) => {
                 print_error(error);

@@ -519,7 +519,7 @@ fn parse(mut reader: impl io::BufRead) -> std::result::Result<Parsed, String> {
 }
 
 /// `2026-12-02T13-33-25` for seconds since the epoch (UTC; civil-from-days, Howard Hinnant).
-fn timestamp(secs: u64) -> String {
+pub fn timestamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rest = secs % 86_400;
     let z = days + 719_468;

@@ -6,6 +6,10 @@ use std::path::PathBuf;
 /// The state directory (not created here); `None` without a usable `XDG_STATE_HOME` or
 /// `HOME`. A relative `XDG_STATE_HOME` is ignored, as the XDG spec says.
 pub fn dir() -> Option<PathBuf> {
+    // Unit tests keep their records out of the real state directory.
+    #[cfg(test)]
+    return Some(std::env::temp_dir().join(format!("turn-unit-state-{}", std::process::id())));
+    #[cfg(not(test))]
     from(
         std::env::var_os("XDG_STATE_HOME").map(PathBuf::from),
         std::env::var_os("HOME").map(PathBuf::from),

@@ -343,6 +343,7 @@ fn turn_at(ws: &Workspace, server: &Server, args: &[&str]) -> Run {
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", &ws.dir)
+        .env("XDG_STATE_HOME", ws.state())
         .env("OPENAI_BASE_URL", &server.url)
         .env("TURN_MODEL", "mock-model")
         .args(args);

@@ -17,8 +17,8 @@ use std::process::Command;
 use util::*;
 
 /// Flags of other programs that README.md and docs/ show (llama-server, cargo, the live and
-/// bench scripts, sha256sum, rm, systemd-run, the programs of live tasks and examples): not
-/// turn's.
+/// bench scripts, sha256sum, rm, systemd-run, Gemini CLI, the programs of live tasks and
+/// examples): not turn's.
 const FOREIGN: &[&str] = &[
     "--jinja",
     "--host",
@@ -41,6 +41,7 @@ const FOREIGN: &[&str] = &[
     "--shout",
     "--verbose",
     "--user",
+    "--checkpointing",
 ];
 
 fn root() -> PathBuf {

@@ -112,6 +112,7 @@ fn turn_at(ws: &Workspace, url: &str) -> Command {
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", &ws.dir)
+        .env("XDG_STATE_HOME", ws.state())
         .env("OPENAI_BASE_URL", url)
         .args(["--no-session", "-m", "tls-model", "hi"])
         .stdin(Stdio::null());

@@ -37,6 +37,13 @@ fn check_schema(event: &Value) {
                     && (event["context"].is_u64() || event["context"].is_null())
             );
         }
+        "checkpoint" => {
+            keys(&["type", "id", "files"]);
+            assert!(event["id"].is_u64());
+            for file in event["files"].as_array().unwrap() {
+                assert!(file["path"].is_string() && file["change"].is_string());
+            }
+        }
         "assistant" => {
             keys(&["type", "text"]);
             assert!(event["text"].is_string());
@@ -196,16 +203,28 @@ fn an_interrupted_run_still_ends_with_done() {
     let run = run.expect(130);
     let events = events(&run);
     events.iter().for_each(check_schema);
+    // The file the interrupted command made is in the turn's checkpoint, for an undo.
     assert_eq!(
         types(&events),
-        ["start", "tool_call", "tool_result", "error", "done"]
+        [
+            "start",
+            "tool_call",
+            "tool_result",
+            "checkpoint",
+            "error",
+            "done"
+        ]
     );
     assert_eq!(events[2]["ok"], false);
     assert!(events[2]["output"]
         .as_str()
         .unwrap()
         .contains("interrupted"));
-    assert_eq!(events[4]["status"], "interrupted");
+    assert_eq!(
+        events[3]["files"],
+        json!([{"path": "running", "change": "created"}])
+    );
+    assert_eq!(events[5]["status"], "interrupted");
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod render;
 mod term;
 
 use crate::agent::Agent;
+use crate::checkpoint;
 use crate::cli::{Args, Session};
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
@@ -41,6 +42,10 @@ const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/tools", "the tools the model can call"),
     ("/compact", "shorten the history to free context"),
+    (
+        "/undo",
+        "take back the last turn's changes to files (again: the one before)",
+    ),
     (
         "/reset",
         "forget the conversation (recording goes on in a new session file)",
@@ -98,6 +103,7 @@ pub fn run(
     history: &mut Vec<Message>,
     recorder: &mut Recorder,
     setup: &Setup,
+    checkpoints: &mut checkpoint::Keeper,
 ) -> Result<()> {
     if io::stdin().is_terminal() {
         let resumed = history.len() - 1;
@@ -154,6 +160,7 @@ pub fn run(
             }
             "/tools" => eprintln!("{}", tools(agent)),
             "/compact" => eprintln!("{}", compact(agent, history, recorder)),
+            "/undo" => undo(history, recorder, setup, checkpoints),
             command if command.starts_with('/') => {
                 eprintln!("unknown command {}; /help lists them", escape(command))
             }
@@ -163,7 +170,11 @@ pub fn run(
                     inner: recorder,
                     tokens: &mut tokens,
                 };
-                match agent.turn(history, prompt, &mut counted) {
+                checkpoints.begin(&mut counted);
+                let done = agent.turn(history, prompt, &mut counted);
+                let session = counted.inner.path().map(Path::to_path_buf);
+                checkpoints.end(prompt, session.as_deref(), &mut counted);
+                match done {
                     Ok(_) => {}
                     Err(Error::Interrupted) => {
                         recorder.report(Event::Notice("interrupted; the history is kept"))
@@ -174,6 +185,37 @@ pub fn run(
             }
         }
     }
+}
+
+/// `/undo`: the newest turn of this session that changed files is taken back; the model hears
+/// of it with the next prompt.
+fn undo(
+    history: &mut Vec<Message>,
+    recorder: &mut Recorder,
+    setup: &Setup,
+    checkpoints: &mut checkpoint::Keeper,
+) {
+    let session = recorder.path().map(Path::to_path_buf);
+    let action = checkpoint::Action::Undo;
+    match checkpoint::undo(
+        setup.workspace,
+        &action,
+        session.as_deref(),
+        false,
+        false,
+        recorder,
+    ) {
+        Ok(undone) => {
+            eprintln!("{}", escape(&undone.lines.join("\n")));
+            if let Some(note) = undone.note {
+                let note = Message::user(note);
+                recorder.report(Event::Message(&note));
+                history.push(note);
+            }
+        }
+        Err(error) => recorder.report(Event::Failed(&error)),
+    }
+    checkpoints.reload(setup.workspace);
 }
 
 fn help() -> String {

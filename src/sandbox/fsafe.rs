@@ -71,6 +71,7 @@ const O_TMPFILE: c_int = O_TMPFILE_BASE | O_DIRECTORY;
 const AT_FDCWD: c_int = -100;
 const AT_SYMLINK_FOLLOW: c_int = 0x400;
 const AT_EMPTY_PATH: c_int = 0x1000;
+const AT_REMOVEDIR: c_int = 0x200;
 const F_GETFL: c_int = 3;
 const F_SETFL: c_int = 4;
 
@@ -107,6 +108,7 @@ extern "C" {
         newpath: *const c_char,
     ) -> c_int;
     fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int;
+    fn symlinkat(target: *const c_char, dirfd: c_int, path: *const c_char) -> c_int;
     fn fchown(fd: c_int, owner: c_uint, group: c_uint) -> c_int;
     fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
 }
@@ -440,6 +442,22 @@ impl Dir {
             // SAFETY: a valid C string and an open descriptor.
             unsafe { unlinkat(self.fd.as_raw_fd(), name.as_ptr(), 0) };
         }
+    }
+
+    /// Removes `name` in this directory, never following it: an empty directory with `dir`,
+    /// else a file or a symlink itself.
+    pub fn remove(&self, name: &OsStr, dir: bool) -> io::Result<()> {
+        let name = cstr(name.as_bytes())?;
+        let flags = if dir { AT_REMOVEDIR } else { 0 };
+        // SAFETY: a valid C string and an open descriptor.
+        check(unsafe { unlinkat(self.fd.as_raw_fd(), name.as_ptr(), flags) }).map(|_| ())
+    }
+
+    /// Makes `name` in this directory a symlink to `target` (it must not exist).
+    pub fn symlink(&self, target: &OsStr, name: &OsStr) -> io::Result<()> {
+        let (target, name) = (cstr(target.as_bytes())?, cstr(name.as_bytes())?);
+        // SAFETY: valid C strings and an open descriptor.
+        check(unsafe { symlinkat(target.as_ptr(), self.fd.as_raw_fd(), name.as_ptr()) }).map(|_| ())
     }
 
     /// The directory holding `rel`'s last component (None: this one) and that component.

@@ -473,8 +473,9 @@ impl Workspace {
         std::fs::write(path, content).unwrap();
     }
 
-    /// turn's state directory for runs in this workspace (XDG_STATE_HOME): beside it, so
-    /// what turn records there (vouching, the latest session) is not among its files.
+    /// turn's state directory for runs in this workspace (XDG_STATE_HOME): beside it, as a
+    /// real one is outside the workspace, so what turn records there (vouching, the latest
+    /// session, checkpoints) is not among its files.
     pub fn state(&self) -> PathBuf {
         PathBuf::from(format!("{}-state", self.dir.display()))
     }
@@ -486,8 +487,8 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.state());
         let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_dir_all(self.state());
     }
 }
 

@@ -1,0 +1,523 @@
+//! The file work of checkpoints: listing the workspace (`scan`), keeping a file's bytes in the
+//! store (`keep`: reflinked with `FICLONE` where the filesystem shares extents, else copied;
+//! never hard-linked, which an in-place write would change too), comparing kept bytes, and
+//! putting entries back (`put_back`).
+//!
+//! The scan walks from a directory descriptor one name at a time, each directory opened
+//! `O_NOFOLLOW` beneath the last, with `getdents64` and `statx(AT_SYMLINK_NOFOLLOW)`: about
+//! one system call per file, no symlink followed, no other filesystem entered (a mount point
+//! inside the workspace is left out). Files are read and written only through
+//! `sandbox::fsafe`: beneath the workspace, no symlink followed, regular files only.
+
+use super::ignore::{self, Rules};
+use super::manifest::{Entry, Kind, Tree};
+use crate::sandbox::fsafe::Dir;
+use std::ffi::{CStr, CString, OsStr};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::raw::{c_char, c_int, c_long, c_ulong};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+extern "C" {
+    fn syscall(number: c_long, ...) -> c_long;
+    fn openat(dirfd: c_int, path: *const c_char, flags: c_int, ...) -> c_int;
+    fn readlinkat(dirfd: c_int, path: *const c_char, buf: *mut c_char, size: usize) -> isize;
+    fn ioctl(fd: c_int, request: c_ulong, ...) -> c_int;
+}
+
+#[cfg(target_arch = "x86_64")]
+const SYS_GETDENTS64: c_long = 217;
+#[cfg(target_arch = "x86_64")]
+const SYS_STATX: c_long = 332;
+#[cfg(not(target_arch = "x86_64"))]
+const SYS_GETDENTS64: c_long = 61;
+#[cfg(not(target_arch = "x86_64"))]
+const SYS_STATX: c_long = 291;
+
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+const O_DIRECTORY: c_int = 0o40000;
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+const O_NOFOLLOW: c_int = 0o100000;
+#[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
+const O_DIRECTORY: c_int = 0o200000;
+#[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
+const O_NOFOLLOW: c_int = 0o400000;
+const O_RDONLY: c_int = 0;
+const O_CLOEXEC: c_int = 0o2000000;
+const AT_SYMLINK_NOFOLLOW: c_int = 0x100;
+const AT_NO_AUTOMOUNT: c_int = 0x800;
+const STATX_BASIC_STATS: u32 = 0x7ff;
+/// `_IOW(0x94, 9, int)`: share the source's extents (btrfs, XFS, bcachefs, OCFS2).
+const FICLONE: c_ulong = 0x4004_9409;
+
+const S_IFMT: u32 = 0o170000;
+const S_IFREG: u32 = 0o100000;
+const S_IFDIR: u32 = 0o040000;
+const S_IFLNK: u32 = 0o120000;
+
+/// What a scan found, and what it left out that the user should hear about.
+pub struct Scan {
+    pub tree: Tree,
+    /// Names that are not UTF-8, which checkpoints cannot name (left out).
+    pub unnamed: usize,
+}
+
+/// What the walk needs besides the tree it fills.
+struct Walk {
+    /// The workspace's filesystem: another one is a mount point, left out.
+    dev: (u32, u32),
+    /// The checkpoint store, when it is inside the workspace.
+    skip: Option<(u32, u32, u64)>,
+    max_files: usize,
+    rules: Vec<Rules>,
+    /// In walk order; the tree is built from them at the end, at once.
+    entries: Vec<(String, Entry)>,
+    unnamed: usize,
+}
+
+/// Every tracked entry beneath `workspace` (see `ignore`). More than `max_files` entries is
+/// an error: checkpoints of such a tree would cost more than they are worth.
+pub fn scan(workspace: &Path, skip: Option<&Path>, max_files: usize) -> io::Result<Scan> {
+    let path = CString::new(workspace.as_os_str().as_bytes())?;
+    // SAFETY: a valid C string.
+    let root = fd(unsafe { openat(-100, path.as_ptr(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) })?;
+    let top = statx(&root, c".")?;
+    let skip = match skip.map(std::fs::metadata) {
+        Some(Ok(meta)) => Some((major(meta.dev()), minor(meta.dev()), meta.ino())),
+        _ => None,
+    };
+    let mut walk = Walk {
+        dev: (top.dev_major, top.dev_minor),
+        skip,
+        max_files,
+        rules: Vec::new(),
+        entries: Vec::new(),
+        unnamed: 0,
+    };
+    walk.dir(&root, "")?;
+    Ok(Scan {
+        tree: walk.entries.into_iter().collect(),
+        unnamed: walk.unnamed,
+    })
+}
+
+fn major(dev: u64) -> u32 {
+    (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32
+}
+
+fn minor(dev: u64) -> u32 {
+    (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32
+}
+
+impl Walk {
+    fn dir(&mut self, dir: &OwnedFd, base: &str) -> io::Result<()> {
+        let names = list(dir)?;
+        let pushed = match names.iter().any(|n| n.as_bytes() == b".gitignore") {
+            true => match read_small(dir, c".gitignore") {
+                Some(text) => {
+                    self.rules.push(Rules::parse(base, &text));
+                    true
+                }
+                None => false,
+            },
+            false => false,
+        };
+        let result = self.entries(dir, base, &names);
+        if pushed {
+            self.rules.pop();
+        }
+        result
+    }
+
+    fn entries(&mut self, dir: &OwnedFd, base: &str, names: &[CString]) -> io::Result<()> {
+        for name in names {
+            let Ok(text) = std::str::from_utf8(name.as_bytes()) else {
+                self.unnamed += 1;
+                continue;
+            };
+            if ignore::always(text) {
+                continue;
+            }
+            let Ok(st) = statx(dir, name) else { continue };
+            let kind = match st.mode & S_IFMT {
+                S_IFREG => Kind::File,
+                S_IFLNK => Kind::Link,
+                S_IFDIR => Kind::Dir,
+                _ => continue, // FIFOs, sockets, devices: not files to restore
+            };
+            let rel = match base {
+                "" => text.to_string(),
+                _ => format!("{base}/{text}"),
+            };
+            if ignore::ignored(&self.rules, &rel, kind == Kind::Dir) {
+                continue;
+            }
+            if self.entries.len() >= self.max_files {
+                return Err(io::Error::other(format!(
+                    "the workspace has more than {} files to track (TURN_CHECKPOINT_MAX_FILES)",
+                    self.max_files
+                )));
+            }
+            let mut entry = Entry {
+                kind,
+                mode: st.mode & 0o7777,
+                size: st.size,
+                mtime: st.mtime,
+                ctime: st.ctime,
+                ino: st.ino,
+                blob: None,
+                target: None,
+            };
+            match kind {
+                Kind::File => {}
+                Kind::Link => match link_target(dir, name) {
+                    Some(target) => entry.target = Some(target),
+                    None => {
+                        self.unnamed += 1;
+                        continue;
+                    }
+                },
+                Kind::Dir => {
+                    if (st.dev_major, st.dev_minor) != self.dev
+                        || self.skip == Some((st.dev_major, st.dev_minor, st.ino))
+                    {
+                        continue;
+                    }
+                    // SAFETY: a valid C string and an open descriptor; O_NOFOLLOW: a
+                    // directory swapped for a symlink since the statx is refused.
+                    let Ok(sub) = fd(unsafe {
+                        openat(
+                            dir.as_raw_fd(),
+                            name.as_ptr(),
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                        )
+                    }) else {
+                        continue;
+                    };
+                    // A directory turn may not read is not tracked (nor restored).
+                    let Ok(names) = list(&sub) else { continue };
+                    if names
+                        .iter()
+                        .any(|n| ignore::MARKERS.iter().any(|m| n.as_bytes() == m.as_bytes()))
+                    {
+                        continue;
+                    }
+                    (entry.size, entry.mtime, entry.ctime, entry.ino) = (0, 0, 0, 0);
+                    self.entries.push((rel.clone(), entry));
+                    let pushed = match names.iter().any(|n| n.as_bytes() == b".gitignore") {
+                        true => read_small(&sub, c".gitignore")
+                            .map(|text| self.rules.push(Rules::parse(&rel, &text)))
+                            .is_some(),
+                        false => false,
+                    };
+                    let result = self.entries(&sub, &rel, &names);
+                    if pushed {
+                        self.rules.pop();
+                    }
+                    result?;
+                    continue;
+                }
+            }
+            self.entries.push((rel, entry));
+        }
+        Ok(())
+    }
+}
+
+fn fd(result: c_int) -> io::Result<OwnedFd> {
+    if result < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor, and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(result) })
+}
+
+/// The names in a directory but `.` and `..`.
+fn list(dir: &OwnedFd) -> io::Result<Vec<CString>> {
+    let mut names = Vec::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        // SAFETY: buf is writable for its length; the descriptor is an open directory.
+        let n = unsafe {
+            syscall(
+                SYS_GETDENTS64,
+                dir.as_raw_fd() as c_long,
+                buf.as_mut_ptr(),
+                buf.len() as c_long,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(names);
+        }
+        let mut at = 0usize;
+        while at < n as usize {
+            let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+            let name = CStr::from_bytes_until_nul(&buf[at + 19..at + reclen])
+                .map_err(|_| io::Error::other("a directory entry without its end"))?;
+            if name.to_bytes() != b"." && name.to_bytes() != b".." {
+                names.push(name.to_owned());
+            }
+            at += reclen;
+        }
+    }
+}
+
+struct Stat {
+    mode: u32,
+    ino: u64,
+    size: u64,
+    mtime: i64,
+    ctime: i64,
+    dev_major: u32,
+    dev_minor: u32,
+}
+
+/// `statx` of `name` in `dir`, not following a symlink there.
+fn statx(dir: &OwnedFd, name: &CStr) -> io::Result<Stat> {
+    let mut buf = [0u64; 32]; // struct statx is 256 bytes
+                              // SAFETY: buf is 256 writable bytes, as the kernel's struct statx; name is a C string.
+    let done = unsafe {
+        syscall(
+            SYS_STATX,
+            dir.as_raw_fd() as c_long,
+            name.as_ptr(),
+            (AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) as c_long,
+            STATX_BASIC_STATS as c_long,
+            buf.as_mut_ptr(),
+        )
+    };
+    if done < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let bytes: &[u8; 256] = unsafe { &*(buf.as_ptr() as *const [u8; 256]) };
+    let u32_at = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap());
+    let time_at = |at: usize| (u64_at(at) as i64) * 1_000_000_000 + i64::from(u32_at(at + 8));
+    Ok(Stat {
+        mode: u32::from(u16::from_ne_bytes([bytes[28], bytes[29]])),
+        ino: u64_at(32),
+        size: u64_at(40),
+        ctime: time_at(96),
+        mtime: time_at(112),
+        dev_major: u32_at(136),
+        dev_minor: u32_at(140),
+    })
+}
+
+/// A symlink's target, when it is UTF-8.
+fn link_target(dir: &OwnedFd, name: &CStr) -> Option<String> {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: buf is writable for its length; name is a C string.
+    let n = unsafe {
+        readlinkat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr() as *mut c_char,
+            buf.len(),
+        )
+    };
+    if n < 0 || n as usize >= buf.len() {
+        return None;
+    }
+    buf.truncate(n as usize);
+    String::from_utf8(buf).ok()
+}
+
+/// A `.gitignore` in `dir`: a regular file, at most 1 MB, not followed if a symlink.
+fn read_small(dir: &OwnedFd, name: &CStr) -> Option<String> {
+    const O_NONBLOCK: c_int = 0o4000;
+    // SAFETY: a valid C string and an open descriptor.
+    let file = File::from(
+        fd(unsafe {
+            openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+            )
+        })
+        .ok()?,
+    );
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(1 << 20).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// The entry `entry` describes, updated from the file as opened now, and its bytes copied to
+/// `blob` (a new file): reflinked where the filesystem can, else copied. The entry's identity
+/// is taken before the bytes are read, so a change during the copy shows at the next scan.
+pub fn keep(root: &Dir, rel: &str, entry: &mut Entry, blob: &Path) -> io::Result<()> {
+    let mut source = root.open_read(Path::new(rel))?;
+    identity(&source, entry)?;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(blob)?;
+    // SAFETY: both descriptors are open; FICLONE takes the source descriptor as its argument.
+    let cloned = unsafe { ioctl(out.as_raw_fd(), FICLONE, source.as_raw_fd()) } == 0;
+    let copied = match cloned {
+        true => Ok(()),
+        false => io::copy(&mut source, &mut out).map(|_| ()),
+    };
+    if copied.is_err() {
+        let _ = std::fs::remove_file(blob);
+    }
+    copied
+}
+
+/// The entry's identity from an open file.
+fn identity(file: &File, entry: &mut Entry) -> io::Result<()> {
+    let meta = file.metadata()?;
+    entry.mode = meta.mode() & 0o7777;
+    entry.size = meta.size();
+    entry.mtime = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
+    entry.ctime = meta.ctime() * 1_000_000_000 + meta.ctime_nsec();
+    entry.ino = meta.ino();
+    Ok(())
+}
+
+/// Whether two readers give the same bytes.
+pub fn same_bytes(mut a: impl Read, mut b: impl Read) -> bool {
+    let (mut x, mut y) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let n = match read_full(&mut a, &mut x) {
+            Ok(n) => n,
+            Err(_) => return false,
+        };
+        match read_full(&mut b, &mut y[..n.max(1)]) {
+            Ok(m) if m == n && x[..n] == y[..n] => {}
+            _ => return false,
+        }
+        if n == 0 {
+            return true;
+        }
+    }
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Whether the workspace file at `rel` holds the bytes of `blob`.
+pub fn same_as_kept(root: &Dir, rel: &str, blob: &Path) -> bool {
+    match (root.open_read(Path::new(rel)), File::open(blob)) {
+        (Ok(a), Ok(b)) => same_bytes(a, b),
+        _ => false,
+    }
+}
+
+/// The directory holding `rel` and its last name.
+fn parent<'r>(root: &Dir, rel: &'r str, create: bool) -> io::Result<(Dir, &'r OsStr)> {
+    let (up, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let dir = match create {
+        true => root.create_dirs(Path::new(up), 0o755)?,
+        false => root.open_dir(Path::new(up))?,
+    };
+    Ok((dir, OsStr::new(name)))
+}
+
+/// Removes what is at `rel` (a file, symlink or empty directory); gone already is fine.
+pub fn remove(root: &Dir, rel: &str) -> io::Result<()> {
+    let (dir, name) = match parent(root, rel, false) {
+        Ok(found) => found,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let is_dir = match dir.metadata(Path::new(name)) {
+        Ok(meta) => meta.is_dir(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    dir.remove(name, is_dir)
+}
+
+/// Puts `entry` at `rel`, replacing what is there (a directory only when empty): a file's
+/// bytes from `blob`, its mode; a symlink; a directory (its mode is set by `set_dir_mode`,
+/// last, so a read-only one can be filled first).
+pub fn put_back(root: &Dir, rel: &str, entry: &Entry, blob: Option<&Path>) -> io::Result<()> {
+    let (dir, name) = parent(root, rel, true)?;
+    let now = dir.metadata(Path::new(name)).ok();
+    let kind_now = now.as_ref().map(|m| {
+        let t = m.file_type();
+        match () {
+            _ if t.is_symlink() => Kind::Link,
+            _ if t.is_dir() => Kind::Dir,
+            _ if t.is_file() => Kind::File,
+            _ => Kind::Link, // anything else is removed like a symlink
+        }
+    });
+    if kind_now.is_some_and(|k| k != entry.kind) || (entry.kind == Kind::Link && now.is_some()) {
+        dir.remove(name, kind_now == Some(Kind::Dir))?;
+    }
+    match entry.kind {
+        Kind::Dir => {
+            if kind_now != Some(Kind::Dir) {
+                root.create_dirs(Path::new(rel), 0o700)?;
+            }
+            Ok(())
+        }
+        Kind::Link => dir.symlink(OsStr::new(entry.target.as_deref().unwrap_or("")), name),
+        Kind::File => {
+            let blob = blob.ok_or_else(|| io::Error::other("its content was not kept"))?;
+            let mut source = File::open(blob)?;
+            let existing = match kind_now {
+                Some(Kind::File) => dir.open_read(Path::new(name)).ok(),
+                _ => None,
+            };
+            dir.replace(name, existing.as_ref(), |out| {
+                io::copy(&mut source, out).map(|_| ())
+            })?;
+            let file = dir.open_read(Path::new(name))?;
+            file.set_permissions(std::fs::Permissions::from_mode(entry.mode))
+        }
+    }
+}
+
+/// Sets a directory's mode (after its contents are back).
+pub fn set_dir_mode(root: &Dir, rel: &str, mode: u32) -> io::Result<()> {
+    root.open_dir(Path::new(rel))?
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+}
+
+/// The entry at `rel` as it is now, for the index after a change turn made itself.
+pub fn entry_now(root: &Dir, rel: &str) -> io::Result<Entry> {
+    let meta = root.metadata(Path::new(rel))?;
+    let t = meta.file_type();
+    let kind = match () {
+        _ if t.is_dir() => Kind::Dir,
+        _ if t.is_symlink() => Kind::Link,
+        _ => Kind::File,
+    };
+    let mut entry = Entry {
+        kind,
+        mode: meta.mode() & 0o7777,
+        size: meta.size(),
+        mtime: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        ctime: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+        ino: meta.ino(),
+        blob: None,
+        target: None,
+    };
+    if kind == Kind::Dir {
+        (entry.size, entry.mtime, entry.ctime, entry.ino) = (0, 0, 0, 0);
+    }
+    Ok(entry)
+}

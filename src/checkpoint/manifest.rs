@@ -1,0 +1,541 @@
+//! The state of a workspace as checkpoints see it, and the decisions made on it (pure): what
+//! a turn changed (`diff`), whether an undo may go ahead (`plan`), and the index's encoding.
+//!
+//! An `Entry` is a file, a symlink or a directory: its kind, mode and what identifies its
+//! content cheaply (size, mtime and ctime in nanoseconds, inode). Two scans that see the same
+//! identity see the same file, so an unchanged tree is never re-read; a file written within
+//! `RACY_NS` before a scan could change again within the same timestamp tick, so its identity
+//! is not trusted next time (the content is compared), as git does with "racily clean" files.
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// How close to a scan a change must be for its timestamps not to be trusted (coarse kernel
+/// clocks tick every few milliseconds).
+pub const RACY_NS: i64 = 50_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Link,
+    Dir,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: Kind,
+    /// Permission bits (0o7777).
+    pub mode: u32,
+    pub size: u64,
+    pub mtime: i64,
+    pub ctime: i64,
+    pub ino: u64,
+    /// A file's stored copy; None when it was too big to keep.
+    pub blob: Option<String>,
+    /// A symlink's target.
+    pub target: Option<String>,
+}
+
+impl Entry {
+    /// The same file as a scan saw it before: same kind and mode, and the same content by its
+    /// identity (file), target (symlink) or nothing more (directory).
+    pub fn same_identity(&self, other: &Entry) -> bool {
+        self.kind == other.kind
+            && self.mode == other.mode
+            && match self.kind {
+                Kind::Dir => true,
+                Kind::Link => self.target == other.target,
+                Kind::File => {
+                    (self.size, self.mtime, self.ctime, self.ino)
+                        == (other.size, other.mtime, other.ctime, other.ino)
+                }
+            }
+    }
+
+    /// Whether this entry's timestamps came too close to the scan at `scanned` to be trusted.
+    pub fn racy(&self, scanned: i64) -> bool {
+        self.kind == Kind::File && self.ctime.max(self.mtime) + RACY_NS >= scanned
+    }
+}
+
+/// Every tracked path (`/`-separated, from the workspace root) and its entry.
+pub type Tree = BTreeMap<String, Entry>;
+
+/// One path a checkpoint changed: its entry before and after (None: absent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub path: String,
+    pub before: Option<Entry>,
+    pub after: Option<Entry>,
+}
+
+impl Change {
+    /// In a word: created, deleted, modified, mode, link, or replaced (another kind).
+    pub fn what(&self) -> &'static str {
+        match (&self.before, &self.after) {
+            (None, _) => "created",
+            (_, None) => "deleted",
+            (Some(b), Some(a)) if b.kind != a.kind => "replaced",
+            (Some(b), Some(_)) if b.kind == Kind::Link => "link",
+            (Some(b), Some(a)) if b.kind == Kind::File && b.blob != a.blob => "modified",
+            _ => "mode",
+        }
+    }
+}
+
+impl Change {
+    /// As a log line holds it: `{"path", "before", "after"}`, an entry being
+    /// `[kind, mode, size, mtime, ctime, ino, blob, target]` (null: absent).
+    pub fn to_json(&self) -> Value {
+        let entry = |e: &Option<Entry>| match e {
+            None => Value::Null,
+            Some(e) => json!([
+                match e.kind {
+                    Kind::File => "f",
+                    Kind::Link => "l",
+                    Kind::Dir => "d",
+                },
+                e.mode,
+                e.size,
+                e.mtime,
+                e.ctime,
+                e.ino,
+                e.blob,
+                e.target
+            ]),
+        };
+        json!({"path": self.path, "before": entry(&self.before), "after": entry(&self.after)})
+    }
+
+    pub fn from_json(value: &Value) -> Option<Change> {
+        let entry = |v: &Value| -> Option<Option<Entry>> {
+            if v.is_null() {
+                return Some(None);
+            }
+            let f = v.as_array().filter(|f| f.len() == 8)?;
+            let text = |v: &Value| v.as_str().map(String::from);
+            Some(Some(Entry {
+                kind: match f[0].as_str()? {
+                    "f" => Kind::File,
+                    "l" => Kind::Link,
+                    "d" => Kind::Dir,
+                    _ => return None,
+                },
+                mode: u32::try_from(f[1].as_u64()?).ok()?,
+                size: f[2].as_u64()?,
+                mtime: f[3].as_i64()?,
+                ctime: f[4].as_i64()?,
+                ino: f[5].as_u64()?,
+                blob: text(&f[6]),
+                target: text(&f[7]),
+            }))
+        };
+        Some(Change {
+            path: value["path"].as_str()?.to_string(),
+            before: entry(&value["before"])?,
+            after: entry(&value["after"])?,
+        })
+    }
+}
+
+/// The paths whose entries differ between `old` and `new`, by `same`; in path order.
+pub fn diff(old: &Tree, new: &Tree, same: impl Fn(&Entry, &Entry) -> bool) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (path, before) in old {
+        match new.get(path) {
+            Some(after) if same(before, after) => {}
+            after => changes.push(Change {
+                path: path.clone(),
+                before: Some(before.clone()),
+                after: after.cloned(),
+            }),
+        }
+    }
+    for (path, after) in new {
+        if !old.contains_key(path) {
+            changes.push(Change {
+                path: path.clone(),
+                before: None,
+                after: Some(after.clone()),
+            });
+        }
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
+}
+
+/// Two entries hold the same state for an undo: same kind and mode, and the same content
+/// (the same stored copy, the same identity, or `same_bytes` says so).
+pub fn same_state(a: &Entry, b: &Entry, same_bytes: &dyn Fn(&Entry, &Entry) -> bool) -> bool {
+    if a.kind != b.kind || a.mode != b.mode {
+        return false;
+    }
+    match a.kind {
+        Kind::Dir => true,
+        Kind::Link => a.target == b.target,
+        Kind::File => {
+            (a.blob.is_some() && a.blob == b.blob) || a.same_identity(b) || same_bytes(a, b)
+        }
+    }
+}
+
+/// Why an undo cannot go ahead.
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// These paths changed again since (path, how it is now); `--force` overrides.
+    Conflicts(Vec<(String, &'static str)>),
+    /// These paths' earlier content was too big to keep, or its copy is gone.
+    NotKept(Vec<String>),
+}
+
+/// What undoing `checkpoints` (newest first) needs: for each path they changed, the entry to
+/// put back (None: remove it). Each checkpoint is taken back in turn: a path must be as that
+/// checkpoint left it (`after`) unless `force`, then it becomes what it was before. `current`
+/// is the workspace now.
+pub fn plan(
+    checkpoints: &[&[Change]],
+    current: &Tree,
+    force: bool,
+    same_bytes: &dyn Fn(&Entry, &Entry) -> bool,
+) -> Result<Vec<Change>, Refusal> {
+    // path -> (the state expected now at this step, the state as found in the workspace)
+    let mut state: BTreeMap<&str, Option<&Entry>> = BTreeMap::new();
+    let mut conflicts = Vec::new();
+    for changes in checkpoints {
+        for change in *changes {
+            let path = change.path.as_str();
+            let now = *state.entry(path).or_insert_with(|| current.get(path));
+            let same = match (now, &change.after) {
+                (None, None) => true,
+                (Some(a), Some(b)) => same_state(a, b, same_bytes),
+                _ => false,
+            };
+            if !same && !force && !conflicts.iter().any(|(p, _)| p == path) {
+                let how = match now {
+                    None => "deleted since",
+                    Some(_) if change.after.is_none() => "created again since",
+                    Some(_) => "changed since",
+                };
+                conflicts.push((path.to_string(), how));
+            }
+            state.insert(path, change.before.as_ref());
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(Refusal::Conflicts(conflicts));
+    }
+    let mut out = Vec::new();
+    let mut missing = Vec::new();
+    for (path, target) in state {
+        let before = current.get(path).cloned();
+        let same = match (&before, target) {
+            (None, None) => true,
+            (Some(a), Some(b)) => same_state(a, b, same_bytes),
+            _ => false,
+        };
+        if same {
+            continue;
+        }
+        if target.is_some_and(|t| t.kind == Kind::File && t.blob.is_none()) {
+            missing.push(path.to_string());
+        }
+        out.push(Change {
+            path: path.to_string(),
+            before,
+            after: target.cloned(),
+        });
+    }
+    if !missing.is_empty() {
+        return Err(Refusal::NotKept(missing));
+    }
+    Ok(out)
+}
+
+/// The index file: a header line, then per entry `K mode size mtime ctime ino blob path\0
+/// target\0` (K: f, l or d; blob `-` for none), so any path but one with a NUL fits.
+pub fn encode(scanned: i64, stored: u64, tree: &Tree) -> Vec<u8> {
+    let mut out = format!("turn-index 1 {scanned} {stored}\n").into_bytes();
+    for (path, e) in tree {
+        let kind = match e.kind {
+            Kind::File => 'f',
+            Kind::Link => 'l',
+            Kind::Dir => 'd',
+        };
+        let blob = e.blob.as_deref().unwrap_or("-");
+        out.extend_from_slice(
+            format!(
+                "{kind} {:o} {} {} {} {} {blob} ",
+                e.mode, e.size, e.mtime, e.ctime, e.ino
+            )
+            .as_bytes(),
+        );
+        out.extend_from_slice(path.as_bytes());
+        out.push(0);
+        out.extend_from_slice(e.target.as_deref().unwrap_or("").as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+/// The index's scan time, stored bytes and tree; None when it is not one (a fresh start).
+pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
+    let end = bytes.iter().position(|&b| b == b'\n')?;
+    let header = std::str::from_utf8(&bytes[..end]).ok()?;
+    let mut fields = header.split(' ');
+    if (fields.next()?, fields.next()?) != ("turn-index", "1") {
+        return None;
+    }
+    let scanned = fields.next()?.parse().ok()?;
+    let stored = fields.next()?.parse().ok()?;
+    // Collected first: a tree built from sorted pairs at once is much cheaper than by inserts.
+    let mut entries = Vec::new();
+    let mut rest = &bytes[end + 1..];
+    while !rest.is_empty() {
+        let head_end = nth_space(rest, 7)?;
+        let head = std::str::from_utf8(&rest[..head_end]).ok()?;
+        rest = &rest[head_end + 1..];
+        let path_end = rest.iter().position(|&b| b == 0)?;
+        let path = std::str::from_utf8(&rest[..path_end]).ok()?.to_string();
+        rest = &rest[path_end + 1..];
+        let target_end = rest.iter().position(|&b| b == 0)?;
+        let target = &rest[..target_end];
+        rest = &rest[target_end + 1..];
+        let mut fields = head.split(' ');
+        let mut f = [""; 7];
+        for slot in &mut f {
+            *slot = fields.next()?;
+        }
+        let kind = match f[0] {
+            "f" => Kind::File,
+            "l" => Kind::Link,
+            "d" => Kind::Dir,
+            _ => return None,
+        };
+        let entry = Entry {
+            kind,
+            mode: u32::from_str_radix(f[1], 8).ok()?,
+            size: f[2].parse().ok()?,
+            mtime: f[3].parse().ok()?,
+            ctime: f[4].parse().ok()?,
+            ino: f[5].parse().ok()?,
+            blob: (f[6] != "-").then(|| f[6].to_string()),
+            target: match kind {
+                Kind::Link => Some(std::str::from_utf8(target).ok()?.to_string()),
+                _ => None,
+            },
+        };
+        entries.push((path, entry));
+    }
+    Some((scanned, stored, entries.into_iter().collect()))
+}
+
+/// The position of the `n`th space in `bytes`.
+fn nth_space(bytes: &[u8], n: usize) -> Option<usize> {
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b' ')
+        .nth(n - 1)
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(blob: &str, ino: u64) -> Entry {
+        Entry {
+            kind: Kind::File,
+            mode: 0o644,
+            size: 3,
+            mtime: 10,
+            ctime: 10,
+            ino,
+            blob: Some(blob.into()),
+            target: None,
+        }
+    }
+
+    fn tree(entries: &[(&str, Entry)]) -> Tree {
+        entries
+            .iter()
+            .map(|(p, e)| (p.to_string(), e.clone()))
+            .collect()
+    }
+
+    fn never(_: &Entry, _: &Entry) -> bool {
+        false
+    }
+
+    #[test]
+    fn the_index_round_trips_any_path_but_nul() {
+        let mut link = file("-", 9);
+        link.kind = Kind::Link;
+        link.blob = None;
+        link.target = Some("a b\nc".into());
+        let mut big = file("x", 3);
+        big.blob = None;
+        let t = tree(&[
+            ("a dir/with space\nand newline", file("b1", 1)),
+            ("l", link),
+            ("big", big),
+        ]);
+        let bytes = encode(42, 7, &t);
+        assert_eq!(decode(&bytes), Some((42, 7, t)));
+        assert_eq!(decode(b"something else\n"), None);
+        assert_eq!(decode(&bytes[..bytes.len() - 3]), None);
+    }
+
+    #[test]
+    fn changes_round_trip_through_their_log_form() {
+        let mut link = file("-", 9);
+        link.kind = Kind::Link;
+        link.blob = None;
+        link.target = Some("../t".into());
+        for change in [
+            Change {
+                path: "a b".into(),
+                before: Some(file("1", 1)),
+                after: None,
+            },
+            Change {
+                path: "l".into(),
+                before: None,
+                after: Some(link),
+            },
+        ] {
+            let text = change.to_json().to_string();
+            let back: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(Change::from_json(&back), Some(change));
+        }
+        assert_eq!(
+            Change::from_json(&json!({"path": "x", "before": [1]})),
+            None
+        );
+    }
+
+    #[test]
+    fn diff_names_created_changed_and_deleted_paths_in_order() {
+        let old = tree(&[
+            ("a", file("1", 1)),
+            ("b", file("2", 2)),
+            ("c", file("3", 3)),
+        ]);
+        let mut moded = file("2", 2);
+        moded.mode = 0o755;
+        let new = tree(&[("b", moded), ("c", file("3", 3)), ("d", file("4", 4))]);
+        let changes = diff(&old, &new, Entry::same_identity);
+        let what: Vec<(&str, &str)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.what()))
+            .collect();
+        assert_eq!(what, [("a", "deleted"), ("b", "mode"), ("d", "created")]);
+    }
+
+    #[test]
+    fn racy_entries_are_those_written_just_before_the_scan() {
+        let e = file("1", 1);
+        assert!(e.racy(10 + RACY_NS));
+        assert!(!e.racy(11 + RACY_NS));
+    }
+
+    #[test]
+    fn an_undo_puts_back_what_each_checkpoint_found() {
+        let turn = [
+            Change {
+                path: "new".into(),
+                before: None,
+                after: Some(file("n", 5)),
+            },
+            Change {
+                path: "old".into(),
+                before: Some(file("o1", 1)),
+                after: Some(file("o2", 2)),
+            },
+            Change {
+                path: "gone".into(),
+                before: Some(file("g", 3)),
+                after: None,
+            },
+        ];
+        // The workspace as the turn left it, but the restored file now has another inode
+        // (content the same stored copy).
+        let current = tree(&[("new", file("n", 5)), ("old", file("o2", 2))]);
+        let plan = plan(&[&turn], &current, false, &never).unwrap();
+        let targets: Vec<(&str, Option<&str>)> = plan
+            .iter()
+            .map(|c| {
+                (
+                    c.path.as_str(),
+                    c.after.as_ref().and_then(|e| e.blob.as_deref()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            targets,
+            [("gone", Some("g")), ("new", None), ("old", Some("o1"))]
+        );
+    }
+
+    #[test]
+    fn a_path_changed_since_is_a_conflict_unless_forced() {
+        let turn = [Change {
+            path: "f".into(),
+            before: Some(file("1", 1)),
+            after: Some(file("2", 2)),
+        }];
+        let current = tree(&[("f", file("3", 3))]);
+        assert_eq!(
+            plan(&[&turn], &current, false, &never),
+            Err(Refusal::Conflicts(vec![("f".into(), "changed since")]))
+        );
+        assert_eq!(
+            plan(&[&turn], &Tree::new(), false, &never),
+            Err(Refusal::Conflicts(vec![("f".into(), "deleted since")]))
+        );
+        // The same bytes under another copy are no conflict.
+        assert!(plan(&[&turn], &current, false, &|_, _| true).is_ok());
+        let forced = plan(&[&turn], &current, true, &never).unwrap();
+        assert_eq!(forced[0].after, Some(file("1", 1)));
+    }
+
+    #[test]
+    fn content_not_kept_is_refused_up_front() {
+        let mut big = file("x", 1);
+        big.blob = None;
+        let turn = [Change {
+            path: "big".into(),
+            before: Some(big),
+            after: None,
+        }];
+        assert_eq!(
+            plan(&[&turn], &Tree::new(), false, &never),
+            Err(Refusal::NotKept(vec!["big".into()]))
+        );
+    }
+
+    #[test]
+    fn several_checkpoints_chain_newest_first() {
+        let first = [Change {
+            path: "f".into(),
+            before: Some(file("1", 1)),
+            after: Some(file("2", 2)),
+        }];
+        let second = [Change {
+            path: "f".into(),
+            before: Some(file("2", 2)),
+            after: Some(file("3", 3)),
+        }];
+        let current = tree(&[("f", file("3", 3))]);
+        let out = plan(&[&second, &first], &current, false, &never).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].after, Some(file("1", 1)));
+        // Changed between the two turns by someone else: a conflict.
+        let broken = [Change {
+            path: "f".into(),
+            before: Some(file("9", 9)),
+            after: Some(file("3", 3)),
+        }];
+        assert!(plan(&[&broken, &first], &current, false, &never).is_err());
+    }
+}
