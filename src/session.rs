@@ -22,7 +22,10 @@
 //! state.
 //!
 //! When notes for a model that cannot call tools well are switched on (see coach), a
-//! `{"coaching": {"why": ...}}` line records it, so a resumed run keeps them on.
+//! `{"coaching": {"why": ...}}` line records it, so a resumed run keeps them on. When the run
+//! goes over to the text tool protocol (under `auto`, the server refused tools), a
+//! `{"protocol": {"name": "text", "why": ...}}` line records it, so a resumed `auto` run
+//! starts with the text protocol.
 
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
@@ -62,6 +65,27 @@ struct CoachingLine {
     coaching: Coaching,
 }
 
+/// A protocol line: the tools go as text from here on, and why.
+#[derive(Serialize, Deserialize)]
+struct ProtocolSwitch {
+    name: String,
+    why: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ProtocolLine {
+    protocol: ProtocolSwitch,
+}
+
+/// What a session's records say besides its messages.
+#[derive(Default, Debug, PartialEq)]
+pub struct Records {
+    /// Why notes are on (see coach).
+    pub coaching: Option<String>,
+    /// The tool protocol the run went over to (see wire::textproto).
+    pub protocol: Option<String>,
+}
+
 /// A session file: where it is and, once it exists, the file itself, opened once and used
 /// for both the resume and the recording.
 pub struct Session {
@@ -69,8 +93,8 @@ pub struct Session {
     path: PathBuf,
     place: Place,
     file: Option<File>,
-    /// Why notes are on, when a loaded coaching line says so.
-    coaching: Option<String>,
+    /// What the loaded file's coaching and protocol lines say.
+    records: Records,
 }
 
 enum Place {
@@ -93,7 +117,7 @@ impl Session {
                 root: root.try_clone()?,
             },
             file: None,
-            coaching: None,
+            records: Records::default(),
         })
     }
 
@@ -101,9 +125,9 @@ impl Session {
         &self.path
     }
 
-    /// Why notes are on for this session, as its loaded file records (see coach).
-    pub fn coaching(&self) -> Option<&str> {
-        self.coaching.as_deref()
+    /// Why notes are on, and the protocol the run went over to, as the loaded file records.
+    pub fn records(&self) -> &Records {
+        &self.records
     }
 
     /// The messages recorded so far (none for a new file). Torn lines are skipped, each with
@@ -120,11 +144,11 @@ impl Session {
                 what: "cannot read session",
                 err,
             })?;
-        let (messages, torn, coaching) = parse(&bytes).map_err(|detail| Error::Session {
+        let (messages, torn, records) = parse(&bytes).map_err(|detail| Error::Session {
             path: self.path.clone(),
             detail,
         })?;
-        self.coaching = coaching;
+        self.records = records;
         for line in torn {
             let notice = format!(
                 "line {line} of {} was cut short by an interrupted write; it is skipped",
@@ -229,7 +253,7 @@ fn named(workspace: &Path, root: &Dir, path: &Path) -> Result<Session> {
         path: path.to_path_buf(),
         place,
         file,
-        coaching: None,
+        records: Records::default(),
     })
 }
 
@@ -281,7 +305,7 @@ fn latest(workspace: &Path, root: &Dir) -> Result<Session> {
             rel: PathBuf::from(".turn/sessions").join(name),
         },
         file: Some(file),
-        coaching: None,
+        records: Records::default(),
     })
 }
 
@@ -378,11 +402,11 @@ fn close_torn_line(mut file: File) -> io::Result<File> {
 
 /// What a session file's bytes hold: the messages, the (1-based) lines skipped as torn (cut
 /// short by a kill or a full disk: JSON that ends too early, or the NUL bytes a crash can
-/// leave), and why notes are on, if a coaching line says so.
-type Parsed = (Vec<Message>, Vec<usize>, Option<String>);
+/// leave), and what its coaching and protocol lines say.
+type Parsed = (Vec<Message>, Vec<usize>, Records);
 
 fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
-    let (mut messages, mut torn, mut coaching) = (Vec::new(), Vec::new(), None);
+    let (mut messages, mut torn, mut records) = (Vec::new(), Vec::new(), Records::default());
     let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
     for (i, line) in lines.iter().enumerate() {
         let body = line.trim_ascii_end();
@@ -409,7 +433,13 @@ fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
             }
             Err(_) if body.starts_with(b"{\"coaching\"") => {
                 match serde_json::from_slice::<CoachingLine>(body) {
-                    Ok(record) => coaching = Some(record.coaching.why),
+                    Ok(record) => records.coaching = Some(record.coaching.why),
+                    Err(_) => torn.push(i + 1),
+                }
+            }
+            Err(_) if body.starts_with(b"{\"protocol\"") => {
+                match serde_json::from_slice::<ProtocolLine>(body) {
+                    Ok(record) => records.protocol = Some(record.protocol.name),
                     Err(_) => torn.push(i + 1),
                 }
             }
@@ -419,7 +449,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<Parsed, String> {
             Err(e) => return Err(format!("line {}: {e}", i + 1)),
         }
     }
-    Ok((messages, torn, coaching))
+    Ok((messages, torn, records))
 }
 
 /// `2026-12-02T13-33-25` for seconds since the epoch (UTC; civil-from-days, Howard Hinnant).
@@ -509,6 +539,12 @@ impl Reporter for Recorder<'_> {
                     why: why.to_string(),
                 },
             }),
+            Event::Fallback { reason: why, .. } => self.append(&ProtocolLine {
+                protocol: ProtocolSwitch {
+                    name: "text".into(),
+                    why: why.to_string(),
+                },
+            }),
             Event::Compacted {
                 stage,
                 before,
@@ -585,12 +621,14 @@ mod tests {
         let user = serde_json::to_string(&Message::user("task")).unwrap();
         let compacted =
             r#"{"compacted":{"stage":"elide","before":2,"after":1,"window":null,"history":[]}}"#;
-        let text = format!("{user}\n{coaching}\n{compacted}\n");
-        let (messages, torn, why) = parse(text.as_bytes()).unwrap();
+        let protocol = r#"{"protocol":{"name":"text","why":"w"}}"#;
+        let text = format!("{user}\n{coaching}\n{protocol}\n{compacted}\n");
+        let (messages, torn, records) = parse(text.as_bytes()).unwrap();
         assert!(messages.is_empty() && torn.is_empty());
-        assert_eq!(why.as_deref(), Some("why"));
-        let (_, _, why) = parse(format!("{user}\n").as_bytes()).unwrap();
-        assert_eq!(why, None);
+        assert_eq!(records.coaching.as_deref(), Some("why"));
+        assert_eq!(records.protocol.as_deref(), Some("text"));
+        let (_, _, records) = parse(format!("{user}\n").as_bytes()).unwrap();
+        assert_eq!(records, Records::default());
     }
     use crate::cli::Session as Which;
     use std::os::unix::fs::symlink;
