@@ -24,7 +24,8 @@ pub enum Protocol {
     /// No `tools` sent: the system prompt describes them, and calls are written as text.
     Text,
     /// Native, and calls written as text count too; a server that refuses `tools` gets the
-    /// text protocol for the rest of the run.
+    /// text protocol for the rest of the run (and the session). A call written as text does not
+    /// change the protocol: the edit syntaxes are declared only where the text protocol is.
     Auto,
 }
 
