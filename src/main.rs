@@ -198,8 +198,6 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
     Ok(())
 }
 
-/// --output-schema's file, read and checked: a schema this turn cannot use is a usage error,
-/// found before the server is asked anything.
 /// `--tool-protocol`, or under `auto` the text protocol when the resumed session records that
 /// the run went over to it (see session.rs).
 fn resumed_protocol(protocol: Protocol, session: Option<&session::Session>) -> Protocol {
@@ -210,6 +208,8 @@ fn resumed_protocol(protocol: Protocol, session: Option<&session::Session>) -> P
     }
 }
 
+/// --output-schema's file, read and checked: a schema this turn cannot use is a usage error,
+/// found before the server is asked anything.
 fn output_schema(path: &Path) -> Result<OutputSchema> {
     let text = read_file(path, "cannot read the --output-schema file")?;
     let bad =

@@ -207,7 +207,6 @@ impl Reporter for Console {
                 self.end_lines();
                 eprintln!("turn: {why}: notes after answers that are no answer are on");
             }
-
             Event::Compacted {
                 stage,
                 before,
@@ -305,7 +304,6 @@ impl Reporter for Json {
                 print_fallback(reason, hint);
                 json!({"type": "fallback", "protocol": "text", "reason": reason, "hint": hint})
             }
-
             Event::Answer(value) => {
                 self.output = Some(value.clone());
                 return;
