@@ -17,9 +17,9 @@ use crate::tools::{self, Context};
 use crate::wire::client::{Client, Request};
 use crate::wire::editblocks::{self, Found};
 use crate::wire::message::{new_call_id, normalize, Message, ToolCall};
+use crate::wire::server;
 use crate::wire::stream::Reply;
 use crate::wire::textproto::{self, Protocol, EDITS};
-use crate::wire::{server, textcalls};
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::{json, Value};
 
@@ -334,10 +334,9 @@ impl Agent<'_> {
     }
 
     /// Calls the model wrote as text, when the reply has no native ones and the protocol reads
-    /// them (see wire::textcalls::recognize), and the edit blocks of a reply to a request whose
-    /// system prompt declared them (the text protocol's; see wire::editblocks): they join
-    /// `reply.calls`, in step with what was found (a block that does not parse carries its
-    /// error), and run and are stored like native calls.
+    /// them, with edit blocks when the request's system prompt declared them (see
+    /// wire::editblocks): they join `reply.calls`, in step with `Found` (a block that does not
+    /// parse carries its error), and run and are stored like native calls.
     fn text_calls(&self, reply: &mut Reply) -> (Origin, Vec<Found>) {
         if !reply.calls.is_empty() || !self.protocol.reads_text_calls() {
             return (Origin::Native, Vec::new());
@@ -346,12 +345,7 @@ impl Agent<'_> {
         let text = reply.content.as_deref().unwrap_or_default();
         let cut = context::cut(reply).is_some();
         let declared = self.protocol == Protocol::Text && self.text_prompt.ends_with(EDITS);
-        let found: Vec<Found> = if declared {
-            editblocks::read(text, &names, cut)
-        } else {
-            let calls = textcalls::in_reply(text, &names, cut).into_iter();
-            calls.map(Found::call).collect()
-        };
+        let found = editblocks::read(text, &names, cut, declared);
         reply.calls = found
             .iter()
             .map(|f| ToolCall::new(new_call_id(), &f.name, &f.arguments))

@@ -33,7 +33,7 @@ pub struct Found {
 
 impl Found {
     /// A call written as JSON.
-    pub fn call(call: textcalls::TextCall) -> Found {
+    fn call(call: textcalls::TextCall) -> Found {
         Found {
             name: call.name,
             arguments: call.arguments,
@@ -43,9 +43,14 @@ impl Found {
     }
 }
 
-/// The calls in `text`: edit blocks and, in the text between them, calls written as JSON (see
-/// textcalls::in_reply; `cut`: the reply was cut short), in the order they appear.
-pub fn read(text: &str, tools: &[&str], cut: bool) -> Vec<Found> {
+/// The calls in `text`: calls written as JSON (see textcalls::in_reply; `cut`: the reply was
+/// cut short) and, when the request's system prompt `declared` them, edit blocks, in the order
+/// they appear.
+pub fn read(text: &str, tools: &[&str], cut: bool, declared: bool) -> Vec<Found> {
+    if !declared {
+        let calls = textcalls::in_reply(text, tools, cut).into_iter();
+        return calls.map(Found::call).collect();
+    }
     let mut found = Vec::new();
     let mut prose = String::new();
     let mut seen = std::collections::HashSet::new();
@@ -269,7 +274,7 @@ mod tests {
     const TOOLS: [&str; 3] = ["bash", "write_file", "edit_file"];
 
     fn one(text: &str) -> (String, Value, Option<String>) {
-        let found = read(text, &TOOLS, false);
+        let found = read(text, &TOOLS, false, true);
         assert_eq!(found.len(), 1, "{found:?}");
         let f = &found[0];
         assert!(f.edit);
@@ -360,7 +365,7 @@ mod tests {
     #[test]
     fn one_block_per_file_a_reply() {
         let text = "a.py\n```\none\n```\n./a.py\n<<<<<<< SEARCH\none\n=======\ntwo\n>>>>>>> REPLACE\nb.py\n```\nb\n```\n";
-        let found = read(text, &TOOLS, false);
+        let found = read(text, &TOOLS, false, true);
         let errors: Vec<bool> = found.iter().map(|f| f.error.is_some()).collect();
         assert_eq!(errors, [false, true, false]);
         assert!(found[1]
@@ -375,12 +380,19 @@ mod tests {
         let call =
             "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"python3 a.py\"}}\n```";
         let text = format!("a.py\n```\nprint(1)\n```\nNow run it:\n{call}\n");
-        let found = read(&text, &TOOLS, false);
+        let found = read(&text, &TOOLS, false, true);
         let names: Vec<(&str, bool)> = found.iter().map(|f| (f.name.as_str(), f.edit)).collect();
         assert_eq!(names, [("write_file", true), ("bash", false)]);
-        let found = read(call, &TOOLS, false);
+        let found = read(call, &TOOLS, false, true);
         assert_eq!(found.len(), 1);
         assert!(!found[0].edit);
+        let undeclared = read(&text, &TOOLS, false, false);
+        assert_eq!(
+            undeclared.len(),
+            1,
+            "only the JSON call where nothing was declared"
+        );
+        assert_eq!(undeclared[0].name, "bash");
     }
 
     #[test]
@@ -396,7 +408,7 @@ mod tests {
             "Replace x with y in a.py.",
             "",
         ] {
-            assert_eq!(read(text, &TOOLS, false), [], "{text}");
+            assert_eq!(read(text, &TOOLS, false, true), [], "{text}");
         }
     }
 
@@ -416,14 +428,14 @@ mod tests {
     #[test]
     fn hostile_input_ends() {
         let many = "a.py\n```\n".repeat(20_000);
-        let found = read(&many, &TOOLS, false);
+        let found = read(&many, &TOOLS, false, true);
         assert_eq!(found.len(), 10_000, "a block every other path line");
         assert!(
             found[1..].iter().all(|f| f.error.is_some()),
             "one block per file"
         );
         let markers = "a.py\n<<<<<<< SEARCH\n".repeat(10_000);
-        assert!(!read(&markers, &TOOLS, false).is_empty());
-        assert_eq!(read(&"`".repeat(100_000), &TOOLS, false), []);
+        assert!(!read(&markers, &TOOLS, false, true).is_empty());
+        assert_eq!(read(&"`".repeat(100_000), &TOOLS, false, true), []);
     }
 }

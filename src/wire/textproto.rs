@@ -177,7 +177,7 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
 /// (as calls or edit blocks).
 fn assistant_text(message: &Message, tools: &[&str]) -> String {
     let mut text = message.content.clone().unwrap_or_default();
-    if message.tool_calls.is_empty() || !editblocks::read(&text, tools, false).is_empty() {
+    if message.tool_calls.is_empty() || !editblocks::read(&text, tools, false, true).is_empty() {
         return text;
     }
     for call in &message.tool_calls {
@@ -239,7 +239,7 @@ mod tests {
         }
         assert!(tools_prompt(&specs).ends_with(EDITS));
         // The examples in the declaration are blocks the reader takes, one of each kind.
-        let found = editblocks::read(EDITS, &["write_file", "edit_file"], false);
+        let found = editblocks::read(EDITS, &["write_file", "edit_file"], false, true);
         let kinds: Vec<(&str, bool)> = found
             .iter()
             .map(|f| (f.name.as_str(), f.error.is_none()))
