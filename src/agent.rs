@@ -15,10 +15,11 @@ use crate::schema;
 use crate::signal;
 use crate::tools::{self, Context};
 use crate::wire::client::{Client, Request};
+use crate::wire::editblocks::{self, Found};
 use crate::wire::message::{new_call_id, normalize, Message, ToolCall};
+use crate::wire::server;
 use crate::wire::stream::Reply;
-use crate::wire::textproto::{self, Protocol};
-use crate::wire::{server, textcalls};
+use crate::wire::textproto::{self, Protocol, EDITS};
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::{json, Value};
 
@@ -86,7 +87,7 @@ impl Agent<'_> {
             }
             steps += 1;
             let mut reply = self.ask(history, &mut wire, reporter, true, None)?;
-            let origin = self.text_calls(&mut reply);
+            let (origin, found) = self.text_calls(&mut reply);
             if origin == Origin::Text && !reply.calls.is_empty() {
                 self.coach_on(coach::TEXT_CALL, reporter);
             }
@@ -112,9 +113,11 @@ impl Agent<'_> {
             // Calls written as text are kept as native calls only: the model then sees its
             // calls in its template's own form in later requests, not its text, which a
             // model that copies its own replies would repeat and lengthen. The text was
-            // reported as it came.
+            // reported as it came. Edit blocks stay as the model wrote them: the text protocol
+            // shows them again as they are, not as JSON with the file inside a string.
+            let edits = found.iter().any(|f| f.edit);
             let content = match origin {
-                Origin::Text if !kept.is_empty() => None,
+                Origin::Text if !kept.is_empty() && !edits => None,
                 _ => reply.content.clone(),
             };
             push(history, Message::assistant(content, kept), reporter);
@@ -154,7 +157,10 @@ impl Agent<'_> {
                         text: context::cut_note(why, true),
                         elided: 0,
                     },
-                    _ => self.run_tool(name, arguments, reply.calls.len()),
+                    _ => match found.get(i).and_then(|f| f.error.as_deref()) {
+                        Some(error) => tools::Output::error(error),
+                        None => self.run_tool(name, arguments, reply.calls.len()),
+                    },
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
                 self.coach.observe(name, arguments, &output);
@@ -328,20 +334,23 @@ impl Agent<'_> {
     }
 
     /// Calls the model wrote as text, when the reply has no native ones and the protocol reads
-    /// them (see wire::textcalls::recognize): they join `reply.calls`, and run and are stored
-    /// like native calls (the text stays the message's content).
-    fn text_calls(&self, reply: &mut Reply) -> Origin {
+    /// them, with edit blocks when the request's system prompt declared them (see
+    /// wire::editblocks): they join `reply.calls`, in step with `Found` (a block that does not
+    /// parse carries its error), and run and are stored like native calls.
+    fn text_calls(&self, reply: &mut Reply) -> (Origin, Vec<Found>) {
         if !reply.calls.is_empty() || !self.protocol.reads_text_calls() {
-            return Origin::Native;
+            return (Origin::Native, Vec::new());
         }
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
         let text = reply.content.as_deref().unwrap_or_default();
-        let calls = textcalls::in_reply(text, &names, context::cut(reply).is_some());
-        reply.calls = calls
-            .into_iter()
-            .map(|call| ToolCall::new(new_call_id(), call.name, call.arguments))
+        let cut = context::cut(reply).is_some();
+        let declared = self.protocol == Protocol::Text && self.text_prompt.ends_with(EDITS);
+        let found = editblocks::read(text, &names, cut, declared);
+        reply.calls = found
+            .iter()
+            .map(|f| ToolCall::new(new_call_id(), &f.name, &f.arguments))
             .collect();
-        Origin::Text
+        (Origin::Text, found)
     }
 
     /// The history as the text protocol sends it, serialized.

@@ -68,9 +68,15 @@ the system's bundle or SSL_CERT_FILE / SSL_CERT_DIR",
         &[
             "how tool calls travel [env TURN_TOOL_PROTOCOL, default auto]:",
             "native: the API's tools and tool_calls only",
-            "text: tools described in the system prompt, calls written as text",
+            "text: tools described in the system prompt, calls written as a
+  JSON block; the prompt also declares two edit blocks, run as
+  write_file and edit_file: a line that is only the path (bare or
+  in backticks, with a / or a . in it), then a fenced block with
+  the whole file; or the path line, then <<<<<<< SEARCH, the old
+  lines, =======, the new lines, >>>>>>> REPLACE (one per file a
+  reply; a malformed block's error goes back to the model)",
             "auto: native, plus calls written as text; a server that refuses
-  tools gets the text protocol",
+  tools gets the text protocol (the session keeps it for -c)",
             "turn runs the calls the model makes and nothing else; a reply
 without calls is the answer. Under auto and text, once a model
 writes a call as text, begins one, or gets the text protocol, an

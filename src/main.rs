@@ -35,7 +35,8 @@ use crate::sandbox::Mode;
 use crate::session::Recorder;
 use crate::wire::client::Client;
 use crate::wire::message::Message;
-use crate::wire::{server, textproto};
+use crate::wire::server;
+use crate::wire::textproto::{self, Protocol};
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -174,7 +175,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         client: &client,
         specs: raw_specs,
         context,
-        protocol: args.tool_protocol,
+        protocol: resumed_protocol(args.tool_protocol, session.as_ref()),
         tool_names: textproto::names(&specs),
         text_prompt: textproto::tools_prompt(&specs),
         model,
@@ -185,7 +186,11 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         approver,
         file_list: None,
         preload: args.preload,
-        coach: coach::Coach::resumed(session.as_ref().and_then(|s| s.coaching())),
+        coach: coach::Coach::resumed(
+            session
+                .as_ref()
+                .and_then(|s| s.records().coaching.as_deref()),
+        ),
     };
     // A new session's first message lists the workspace's files (see prompt::file_list).
     if args.preload && history.len() == 1 {
@@ -226,6 +231,16 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         })?;
     }
     Ok(())
+}
+
+/// `--tool-protocol`, or under `auto` the text protocol when the resumed session records that
+/// the run went over to it (see session.rs).
+fn resumed_protocol(protocol: Protocol, session: Option<&session::Session>) -> Protocol {
+    let recorded = session.and_then(|s| s.records().protocol.as_deref());
+    match (protocol, recorded) {
+        (Protocol::Auto, Some("text")) => Protocol::Text,
+        _ => protocol,
+    }
 }
 
 /// --output-schema's file, read and checked: a schema this turn cannot use is a usage error,

@@ -22,7 +22,10 @@
 //! state.
 //!
 //! When notes for a model that cannot call tools well are switched on (see coach), a
-//! `{"coaching": {"why": ...}}` line records it, so a resumed run keeps them on.
+//! `{"coaching": {"why": ...}}` line records it, so a resumed run keeps them on. When the run
+//! goes over to the text tool protocol (under `auto`, the server refused tools), a
+//! `{"protocol": {"name": "text", "why": ...}}` line records it, so a resumed `auto` run
+//! starts with the text protocol.
 
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
@@ -68,6 +71,27 @@ struct CoachingLine {
     coaching: Coaching,
 }
 
+/// A protocol line: the tools go as text from here on, and why.
+#[derive(Serialize, Deserialize)]
+struct ProtocolSwitch {
+    name: String,
+    why: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ProtocolLine {
+    protocol: ProtocolSwitch,
+}
+
+/// What a session's records say besides its messages.
+#[derive(Default, Debug, PartialEq)]
+pub struct Records {
+    /// Why notes are on (see coach).
+    pub coaching: Option<String>,
+    /// The tool protocol the run went over to (see wire::textproto).
+    pub protocol: Option<String>,
+}
+
 /// A session file: where it is and, once it exists, the file itself, opened once and used
 /// for both the resume and the recording.
 pub struct Session {
@@ -75,8 +99,8 @@ pub struct Session {
     path: PathBuf,
     place: Place,
     file: Option<File>,
-    /// Why notes are on, when a loaded coaching line says so.
-    coaching: Option<String>,
+    /// What the loaded file's coaching and protocol lines say.
+    records: Records,
 }
 
 enum Place {
@@ -99,7 +123,7 @@ impl Session {
                 root: root.try_clone()?,
             },
             file: None,
-            coaching: None,
+            records: Records::default(),
         })
     }
 
@@ -107,9 +131,9 @@ impl Session {
         &self.path
     }
 
-    /// Why notes are on for this session, as its loaded file records (see coach).
-    pub fn coaching(&self) -> Option<&str> {
-        self.coaching.as_deref()
+    /// Why notes are on, and the protocol the run went over to, as the loaded file records.
+    pub fn records(&self) -> &Records {
+        &self.records
     }
 
     /// The messages recorded so far (none for a new file). Torn lines are skipped, each with
@@ -135,12 +159,12 @@ impl Session {
             });
         }
         file.seek(SeekFrom::Start(0)).map_err(read_error)?;
-        let (messages, torn, coaching) =
+        let (messages, torn, records) =
             parse(io::BufReader::new(&*file)).map_err(|detail| Error::Session {
                 path: self.path.clone(),
                 detail,
             })?;
-        self.coaching = coaching;
+        self.records = records;
         for line in torn {
             let notice = format!(
                 "line {line} of {} was cut short by an interrupted write; it is skipped",
@@ -246,7 +270,7 @@ fn named(workspace: &Path, root: &Dir, path: &Path) -> Result<Session> {
         path: path.to_path_buf(),
         place,
         file,
-        coaching: None,
+        records: Records::default(),
     })
 }
 
@@ -312,7 +336,7 @@ fn latest(workspace: &Path, root: &Dir) -> Result<Session> {
             rel: PathBuf::from(".turn/sessions").join(name),
         },
         file: Some(file),
-        coaching: None,
+        records: Records::default(),
     })
 }
 
@@ -456,13 +480,13 @@ fn close_torn_line(mut file: File) -> io::Result<File> {
 }
 
 /// What a session file holds: the messages, the (1-based) lines skipped as torn (cut short by a
-/// kill or a full disk: JSON that ends too early, or the NUL bytes a crash can leave), and why
-/// notes are on, if a coaching line says so.
-type Parsed = (Vec<Message>, Vec<usize>, Option<String>);
+/// kill or a full disk: JSON that ends too early, or the NUL bytes a crash can leave), and what
+/// its coaching and protocol lines say.
+type Parsed = (Vec<Message>, Vec<usize>, Records);
 
 /// Reads a session a line at a time, each at most `MAX_LINE` bytes.
 fn parse(mut reader: impl io::BufRead) -> std::result::Result<Parsed, String> {
-    let (mut messages, mut torn, mut coaching) = (Vec::new(), Vec::new(), None);
+    let (mut messages, mut torn, mut records) = (Vec::new(), Vec::new(), Records::default());
     let mut line = Vec::new();
     for i in 0.. {
         line.clear();
@@ -506,7 +530,13 @@ fn parse(mut reader: impl io::BufRead) -> std::result::Result<Parsed, String> {
             }
             Err(_) if body.starts_with(b"{\"coaching\"") => {
                 match serde_json::from_slice::<CoachingLine>(body) {
-                    Ok(record) => coaching = Some(record.coaching.why),
+                    Ok(record) => records.coaching = Some(record.coaching.why),
+                    Err(_) => torn.push(i + 1),
+                }
+            }
+            Err(_) if body.starts_with(b"{\"protocol\"") => {
+                match serde_json::from_slice::<ProtocolLine>(body) {
+                    Ok(record) => records.protocol = Some(record.protocol.name),
                     Err(_) => torn.push(i + 1),
                 }
             }
@@ -515,7 +545,7 @@ fn parse(mut reader: impl io::BufRead) -> std::result::Result<Parsed, String> {
             Err(e) => return Err(format!("line {}: {e}", i + 1)),
         }
     }
-    Ok((messages, torn, coaching))
+    Ok((messages, torn, records))
 }
 
 /// `2026-12-02T13-33-25` for seconds since the epoch (UTC; civil-from-days, Howard Hinnant).
@@ -605,6 +635,12 @@ impl Reporter for Recorder<'_> {
                     why: why.to_string(),
                 },
             }),
+            Event::Fallback { reason: why, .. } => self.append(&ProtocolLine {
+                protocol: ProtocolSwitch {
+                    name: "text".into(),
+                    why: why.to_string(),
+                },
+            }),
             Event::Compacted {
                 stage,
                 before,
@@ -681,12 +717,14 @@ mod tests {
         let user = serde_json::to_string(&Message::user("task")).unwrap();
         let compacted =
             r#"{"compacted":{"stage":"elide","before":2,"after":1,"window":null,"history":[]}}"#;
-        let text = format!("{user}\n{coaching}\n{compacted}\n");
-        let (messages, torn, why) = parse(text.as_bytes()).unwrap();
+        let protocol = r#"{"protocol":{"name":"text","why":"w"}}"#;
+        let text = format!("{user}\n{coaching}\n{protocol}\n{compacted}\n");
+        let (messages, torn, records) = parse(text.as_bytes()).unwrap();
         assert!(messages.is_empty() && torn.is_empty());
-        assert_eq!(why.as_deref(), Some("why"));
-        let (_, _, why) = parse(format!("{user}\n").as_bytes()).unwrap();
-        assert_eq!(why, None);
+        assert_eq!(records.coaching.as_deref(), Some("why"));
+        assert_eq!(records.protocol.as_deref(), Some("text"));
+        let (_, _, records) = parse(format!("{user}\n").as_bytes()).unwrap();
+        assert_eq!(records, Records::default());
     }
     use crate::cli::Session as Which;
     use std::os::unix::fs::symlink;

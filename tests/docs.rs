@@ -17,8 +17,8 @@ use std::process::Command;
 use util::*;
 
 /// Flags of other programs that README.md and docs/ show (llama-server, cargo, the live and
-/// bench scripts, sha256sum, rm, systemd-run, Gemini CLI, the programs of live tasks and
-/// examples): not turn's.
+/// bench scripts, sha256sum, rm, systemd-run, Gemini CLI, aider, the programs of live tasks
+/// and examples): not turn's.
 const FOREIGN: &[&str] = &[
     "--jinja",
     "--host",
@@ -42,6 +42,18 @@ const FOREIGN: &[&str] = &[
     "--verbose",
     "--user",
     "--checkpointing",
+    "--ctx",
+    "--no-write",
+    "--set",
+    "--task",
+    "--agent",
+    "--edit-format",
+    "--yes-always",
+    "--message",
+    "--no-check-update",
+    "--no-show-release-notes",
+    "--analytics-disable",
+    "--no-gitignore",
 ];
 
 fn root() -> PathBuf {

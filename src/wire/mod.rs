@@ -3,14 +3,15 @@
 //! message types with their normalization (`message`), what a server's error says
 //! (`failure`), server addresses as text (`url`: credentials hidden, redirects resolved), calls
 //! written as text (`textcalls`), the tool protocols and the text protocol's rendering of a
-//! history (`textproto`), what each kind of local server can tell (`server`), and how the
-//! network is crossed (proxy, CAs, what a failure means: `network`). How answers are judged is
-//! not the wire's concern (see coach).
+//! history (`textproto`), the edit blocks that protocol declares (`editblocks`), what each
+//! kind of local server can tell (`server`), and how the network is crossed (proxy, CAs, what
+//! a failure means: `network`). How answers are judged is not the wire's concern (see coach).
 //!
-//! Architecture invariant: `stream`, `message`, `failure`, `url`, `textcalls` and
-//! `textproto` are pure; only `client`, `network::load_trust` and `server::discover` do I/O.
+//! Architecture invariant: `stream`, `message`, `failure`, `url`, `textcalls`, `textproto`
+//! and `editblocks` are pure; only `client`, `network::load_trust` and `server::discover` do I/O.
 
 pub mod client;
+pub mod editblocks;
 pub mod failure;
 pub mod message;
 pub mod network;

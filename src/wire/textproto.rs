@@ -4,14 +4,15 @@
 //! one `tool` message per call. That is what sessions record and what the context planner
 //! works on, so a session resumes under either protocol. For the text protocol, `render` turns
 //! that history into the plain conversation such a server takes: no `tool_calls`, no `tool`
-//! role; the tools and the one call format are described at the end of the system prompt
-//! (`tools_prompt`), each call appears as the model wrote it (or in that format), and results
-//! come back as user messages naming the call.
+//! role; the tools, the one call format and the edit syntaxes (`EDITS`: a whole file after
+//! its path, a search/replace block; see editblocks) are described at the end of the system
+//! prompt (`tools_prompt`), each call appears as the model wrote it (or in that format), and
+//! results come back as user messages naming the call.
 //!
 //! Pure: messages in, messages out.
 
+use crate::wire::editblocks;
 use crate::wire::message::{Message, Role};
-use crate::wire::textcalls;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -23,7 +24,8 @@ pub enum Protocol {
     /// No `tools` sent: the system prompt describes them, and calls are written as text.
     Text,
     /// Native, and calls written as text count too; a server that refuses `tools` gets the
-    /// text protocol for the rest of the run.
+    /// text protocol for the rest of the run (and the session). A call written as text does not
+    /// change the protocol: the edit syntaxes are declared only where the text protocol is.
     Auto,
 }
 
@@ -53,8 +55,9 @@ pub fn names(specs: &Value) -> Vec<String> {
 }
 
 /// The part of the system prompt that stands in for `tools`: the one call format, then each
-/// tool with its parameters, from the same specs the native protocol sends. Kept short: small
-/// models often have small context windows.
+/// tool with its parameters, from the same specs the native protocol sends, then the edit
+/// syntaxes (`EDITS`, when the specs offer write_file and edit_file). Kept short: small models
+/// often have small context windows.
 pub fn tools_prompt(specs: &Value) -> String {
     let mut text = String::from(
         "# Tools\n\n\
@@ -95,8 +98,35 @@ pub fn tools_prompt(specs: &Value) -> String {
             params.join(", ")
         ));
     }
+    let names = names(specs);
+    if ["write_file", "edit_file"]
+        .iter()
+        .all(|n| names.iter().any(|x| x == n))
+    {
+        text.push_str(EDITS);
+    }
     text
 }
+
+/// The edit syntaxes the text protocol declares (read by wire::editblocks): replies to a request
+/// whose system prompt holds this are read for them, and no others.
+pub const EDITS: &str = "\n# Editing files\n\n\
+A file can also be written or changed without a call. To write a whole file, give its path \
+alone on a line, then a fenced block with the full content:\n\n\
+src/hello.py\n\
+```python\n\
+print(\"hello\")\n\
+```\n\n\
+To change part of a file, give its path alone on a line, then the exact old lines and the new \
+lines between these markers:\n\n\
+src/hello.py\n\
+<<<<<<< SEARCH\n\
+print(\"hello\")\n\
+=======\n\
+print(\"hello, world\")\n\
+>>>>>>> REPLACE\n\n\
+The path line holds only the path (backticks around it are fine). One block per file in a \
+reply. If the file holds ``` lines, open and close its block with ````.\n";
 
 /// `history` (native form, normalized) as the text protocol sends it, with `prompt` (see
 /// `tools_prompt`) appended to the system message. `tools` are the offered names: an assistant
@@ -143,10 +173,11 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
     out
 }
 
-/// An assistant message's text, with its calls written out when the text does not show them.
+/// An assistant message's text, with its calls written out when the text does not show them
+/// (as calls or edit blocks).
 fn assistant_text(message: &Message, tools: &[&str]) -> String {
     let mut text = message.content.clone().unwrap_or_default();
-    if message.tool_calls.is_empty() || !textcalls::recognize(&text, tools).is_empty() {
+    if message.tool_calls.is_empty() || !editblocks::read(&text, tools, false, true).is_empty() {
         return text;
     }
     for call in &message.tool_calls {
@@ -167,6 +198,7 @@ fn assistant_text(message: &Message, tools: &[&str]) -> String {
 mod tests {
     use super::*;
     use crate::wire::message::ToolCall;
+    use crate::wire::textcalls;
     use serde_json::json;
 
     const TOOLS: [&str; 2] = ["bash", "read_file"];
@@ -195,6 +227,28 @@ mod tests {
         assert!(prompt.contains("- read_file(limit?: integer, path: string): Read a file."));
         // The example in the prompt is itself a call the recognizer takes.
         assert_eq!(textcalls::recognize(&prompt, &TOOLS).len(), 1);
+    }
+
+    #[test]
+    fn the_edit_syntaxes_are_declared_with_the_file_tools_only() {
+        assert!(!tools_prompt(&specs()).contains(EDITS));
+        let mut specs = specs();
+        for name in ["write_file", "edit_file"] {
+            let spec = json!({"type": "function", "function": {"name": name}});
+            specs.as_array_mut().unwrap().push(spec);
+        }
+        assert!(tools_prompt(&specs).ends_with(EDITS));
+        // The examples in the declaration are blocks the reader takes, one of each kind.
+        let found = editblocks::read(EDITS, &["write_file", "edit_file"], false, true);
+        let kinds: Vec<(&str, bool)> = found
+            .iter()
+            .map(|f| (f.name.as_str(), f.error.is_none()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("write_file", true), ("edit_file", false)],
+            "one block per file"
+        );
     }
 
     #[test]
