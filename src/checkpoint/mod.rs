@@ -1,8 +1,9 @@
 //! Checkpoints: what each turn changed in the workspace, whoever changed it (the file tools or
 //! the commands), and taking it back (`turn --undo`, `--restore ID`, the REPL's `/undo`).
 //!
-//! Before a turn, the workspace is scanned and the store brought up to date; after it, scanned
-//! again: the difference is the turn's checkpoint. No git is needed and none is touched (see
+//! Before a turn's first call that may change files (any but `read_file`), the workspace is
+//! scanned and the store brought up to date; after the turn, scanned again: the difference is
+//! the turn's checkpoint (a turn without such a call scans nothing). No git is needed and none is touched (see
 //! `ignore` for what is left out). The store lives outside the workspace, under
 //! `$XDG_STATE_HOME/turn/checkpoints/<workspace>-<hash>/` (default `~/.local/state`):
 //! - `index`: every tracked path as the last scan saw it, with its kept copy (`manifest`);
