@@ -210,8 +210,8 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
             &mut checkpoints,
         );
     };
-    checkpoints.begin(&mut recorder);
-    let text = agent.turn(&mut history, &prompt, &mut recorder);
+    checkpoints.begin();
+    let text = agent.turn(&mut history, &prompt, &mut checkpoints.watch(&mut recorder));
     let session = recorder.path().map(Path::to_path_buf);
     checkpoints.end(&prompt, session.as_deref(), &mut recorder);
     let text = text?;

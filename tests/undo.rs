@@ -270,11 +270,12 @@ fn files_over_the_caps_are_named_and_an_undo_needing_them_is_refused() {
     assert_has(&refused.stderr, "earlier content of big.bin");
     assert_eq!(snapshot(&ws.dir), after);
 
-    // The total cap: the second file that would pass it is not kept.
+    // The total cap: the second file that would pass it is not kept (said when the
+    // workspace is recorded, before the turn's first command).
     let ws = Workspace::new();
     ws.write("one.txt", &"1".repeat(600));
     ws.write("two.txt", &"2".repeat(600));
-    let mock = Mock::start(vec![Reply::Text("Nothing to do.")]);
+    let mock = Mock::start(vec![bash("true"), Reply::Text("Nothing to do.")]);
     let mut command = turn_in(&ws, &mock, &state.dir);
     command.env("TURN_CHECKPOINT_MAX_TOTAL", "1000").arg("look");
     let done = run(command).expect(0);
@@ -389,4 +390,67 @@ fn undo_again_takes_back_the_turn_before_in_the_same_session() {
     let session = sessions.map(|e| e.unwrap().path()).next().unwrap();
     let text = std::fs::read_to_string(session).unwrap();
     assert_eq!(text.matches("with turn's undo").count(), 2, "{text}");
+}
+
+/// The `--json` checkpoint event of a run, if any.
+fn checkpoint_event(run: &Run) -> Option<Value> {
+    run.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "checkpoint")
+}
+
+#[test]
+fn edits_between_turns_are_not_the_next_turns_change() {
+    let ws = Workspace::new();
+    let state = state_dir();
+    ws.write("f.txt", "1\n");
+    ws.write("g.txt", "g\n");
+    let first = Mock::start(vec![bash("echo 2 >> f.txt"), Reply::Text("One.")]);
+    go_in(&ws, &first, &state.dir, &["first"]).expect(0);
+    let store = std::fs::read_dir(state.path("turn/checkpoints"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let index = std::fs::read(store.join("index")).unwrap();
+
+    // The user edits and creates files; a turn that only reads and answers records nothing
+    // (the workspace is not even scanned: the index is as the first turn left it).
+    std::fs::write(ws.path("f.txt"), "1\n2\nuser\n").unwrap();
+    ws.write("u.txt", "mine\n");
+    let reads = Mock::start(vec![
+        calls(&[("read_file", json!({"path": "f.txt"}))]),
+        Reply::Text("Read."),
+    ]);
+    let quiet = go_in(&ws, &reads, &state.dir, &["--json", "look"]).expect(0);
+    assert_eq!(checkpoint_event(&quiet), None, "{}", quiet.stdout);
+    assert_eq!(std::fs::read(store.join("index")).unwrap(), index);
+
+    // More edits; then a turn that reads, then runs a command: only the command's change is
+    // its checkpoint, the user's edits before it are not.
+    std::fs::write(ws.path("g.txt"), "g\nuser\n").unwrap();
+    let mock = Mock::start(vec![
+        calls(&[("read_file", json!({"path": "g.txt"}))]),
+        bash("echo h > h.txt"),
+        Reply::Text("Two."),
+    ]);
+    let done = go_in(&ws, &mock, &state.dir, &["--json", "second"]).expect(0);
+    let event = checkpoint_event(&done).expect("a checkpoint event");
+    assert_eq!(event["id"], 2);
+    assert_eq!(
+        event["files"],
+        json!([{"path": "h.txt", "change": "created"}])
+    );
+    let undo = go_in(&ws, &idle(), &state.dir, &["--no-session", "--undo"]).expect(0);
+    assert_has(&undo.stdout, "undo of checkpoint 2");
+    assert!(!ws.path("h.txt").exists());
+    assert_eq!(ws.read("f.txt"), "1\n2\nuser\n");
+    assert_eq!(ws.read("g.txt"), "g\nuser\n");
+    assert_eq!(ws.read("u.txt"), "mine\n");
+    // The first turn's file was edited by the user since: named, and left alone.
+    let refused = go_in(&ws, &idle(), &state.dir, &["--no-session", "--undo"]).expect(1);
+    assert_has(&refused.stderr, "f.txt (changed since)");
+    assert_eq!(ws.read("f.txt"), "1\n2\nuser\n");
 }

@@ -115,7 +115,7 @@ fn minor(dev: u64) -> u32 {
 impl Walk {
     fn dir(&mut self, dir: &OwnedFd, base: &str) -> io::Result<()> {
         let names = list(dir)?;
-        let pushed = match names.iter().any(|n| n.as_bytes() == b".gitignore") {
+        let pushed = match names.any(|n| n.to_bytes() == b".gitignore") {
             true => match read_small(dir, c".gitignore") {
                 Some(text) => {
                     self.rules.push(Rules::parse(base, &text));
@@ -132,9 +132,13 @@ impl Walk {
         result
     }
 
-    fn entries(&mut self, dir: &OwnedFd, base: &str, names: &[CString]) -> io::Result<()> {
-        for name in names {
-            let Ok(text) = std::str::from_utf8(name.as_bytes()) else {
+    fn entries(&mut self, dir: &OwnedFd, base: &str, names: &Names) -> io::Result<()> {
+        // In name order: the walk then comes nearly in path order, and the tree is built from
+        // it with little sorting.
+        let mut sorted: Vec<&CStr> = names.iter().collect();
+        sorted.sort_unstable();
+        for name in sorted {
+            let Ok(text) = std::str::from_utf8(name.to_bytes()) else {
                 self.unnamed += 1;
                 continue;
             };
@@ -199,15 +203,12 @@ impl Walk {
                     };
                     // A directory turn may not read is not tracked (nor restored).
                     let Ok(names) = list(&sub) else { continue };
-                    if names
-                        .iter()
-                        .any(|n| ignore::MARKERS.iter().any(|m| n.as_bytes() == m.as_bytes()))
-                    {
+                    if names.any(|n| ignore::MARKERS.iter().any(|m| n.to_bytes() == m.as_bytes())) {
                         continue;
                     }
                     (entry.size, entry.mtime, entry.ctime, entry.ino) = (0, 0, 0, 0);
                     self.entries.push((rel.clone(), entry));
-                    let pushed = match names.iter().any(|n| n.as_bytes() == b".gitignore") {
+                    let pushed = match names.any(|n| n.to_bytes() == b".gitignore") {
                         true => read_small(&sub, c".gitignore")
                             .map(|text| self.rules.push(Rules::parse(&rel, &text)))
                             .is_some(),
@@ -235,8 +236,23 @@ fn fd(result: c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(result) })
 }
 
+/// A directory's names, each ended by its NUL, in one buffer (no allocation per name).
+struct Names(Vec<u8>);
+
+impl Names {
+    fn iter(&self) -> impl Iterator<Item = &CStr> {
+        self.0
+            .split_inclusive(|&b| b == 0)
+            .filter_map(|n| CStr::from_bytes_with_nul(n).ok())
+    }
+
+    fn any(&self, test: impl Fn(&CStr) -> bool) -> bool {
+        self.iter().any(test)
+    }
+}
+
 /// The names in a directory but `.` and `..`.
-fn list(dir: &OwnedFd) -> io::Result<Vec<CString>> {
+fn list(dir: &OwnedFd) -> io::Result<Names> {
     let mut names = Vec::new();
     let mut buf = vec![0u8; 32 * 1024];
     loop {
@@ -253,7 +269,7 @@ fn list(dir: &OwnedFd) -> io::Result<Vec<CString>> {
             return Err(io::Error::last_os_error());
         }
         if n == 0 {
-            return Ok(names);
+            return Ok(Names(names));
         }
         let mut at = 0usize;
         while at < n as usize {
@@ -261,7 +277,7 @@ fn list(dir: &OwnedFd) -> io::Result<Vec<CString>> {
             let name = CStr::from_bytes_until_nul(&buf[at + 19..at + reclen])
                 .map_err(|_| io::Error::other("a directory entry without its end"))?;
             if name.to_bytes() != b"." && name.to_bytes() != b".." {
-                names.push(name.to_owned());
+                names.extend_from_slice(name.to_bytes_with_nul());
             }
             at += reclen;
         }

@@ -1,8 +1,9 @@
 //! Checkpoints: what each turn changed in the workspace, whoever changed it (the file tools or
 //! the commands), and taking it back (`turn --undo`, `--restore ID`, the REPL's `/undo`).
 //!
-//! Before a turn, the workspace is scanned and the store brought up to date; after it, scanned
-//! again: the difference is the turn's checkpoint. No git is needed and none is touched (see
+//! Before a turn's first call that may change files (any but `read_file`), the workspace is
+//! scanned and the store brought up to date; after the turn, scanned again: the difference is
+//! the turn's checkpoint (a turn without such a call scans nothing). No git is needed and none is touched (see
 //! `ignore` for what is left out). The store lives outside the workspace, under
 //! `$XDG_STATE_HOME/turn/checkpoints/<workspace>-<hash>/` (default `~/.local/state`):
 //! - `index`: every tracked path as the last scan saw it, with its kept copy (`manifest`);
@@ -137,12 +138,21 @@ impl Record {
     }
 }
 
+/// What a scan found besides the new index (`Store::refresh`).
+struct Refreshed {
+    notices: Vec<String>,
+    gone: Vec<String>,
+    old: Option<Tree>,
+}
+
 /// A workspace's store, its index loaded.
 struct Store {
     dir: PathBuf,
     workspace: PathBuf,
     root: Dir,
     limits: Limits,
+    /// The index was read (`load`): a turn that scans nothing does not read it.
+    loaded: bool,
     /// When the index's scan started (ns), its kept bytes, and its tree.
     scanned: i64,
     stored: u64,
@@ -163,20 +173,27 @@ impl Store {
         if !marker.exists() {
             std::fs::write(&marker, workspace.as_os_str().as_encoded_bytes())?;
         }
-        let (scanned, stored, tree) = std::fs::read(dir.join("index"))
-            .ok()
-            .and_then(|bytes| manifest::decode(&bytes))
-            .unwrap_or_default();
         Ok(Store {
             root: Dir::open(workspace)?,
             workspace: workspace.to_path_buf(),
             limits: Limits::from_env(),
-            scanned,
-            stored,
-            tree,
+            loaded: false,
+            scanned: 0,
+            stored: 0,
+            tree: Tree::new(),
             next_blob: now_ns() as u64,
             dir,
         })
+    }
+
+    /// Reads the index, once; one that is not there or not an index is a fresh start.
+    fn load(&mut self) {
+        if !std::mem::replace(&mut self.loaded, true) {
+            (self.scanned, self.stored, self.tree) = std::fs::read(self.dir.join("index"))
+                .ok()
+                .and_then(|bytes| manifest::decode(&bytes))
+                .unwrap_or_default();
+        }
     }
 
     fn blob(&self, name: &str) -> PathBuf {
@@ -185,8 +202,10 @@ impl Store {
 
     /// Scans the workspace and brings the index up to date: files whose identity is unchanged
     /// keep their copy, others are compared with it or kept anew. Returns the notices (files
-    /// not kept) and the copies no longer in the index.
-    fn refresh(&mut self) -> io::Result<(Vec<String>, Vec<String>)> {
+    /// not kept), the copies no longer in the index, and the index as it was before, unless
+    /// every entry was found as it was (then there is nothing to compare).
+    fn refresh(&mut self) -> io::Result<Refreshed> {
+        self.load();
         let started = now_ns();
         // All of turn's state is left out, when it is inside the workspace (HOME as workspace).
         let skip = crate::state::dir().unwrap_or_else(|| self.dir.clone());
@@ -279,15 +298,23 @@ impl Store {
                 }
             }
         }
-        self.tree = tree;
+        let old = std::mem::replace(&mut self.tree, tree);
         if dirty || self.scanned == 0 {
             self.scanned = started;
             self.save()?;
         }
-        Ok((notices, gone))
+        Ok(Refreshed {
+            notices,
+            gone,
+            old: dirty.then_some(old),
+        })
     }
 
     fn save(&self) -> io::Result<()> {
+        // Only an index that was read is written back: never an empty one over it.
+        if !self.loaded {
+            return Err(io::Error::other("the index was not read"));
+        }
         let temp = self.dir.join(format!("index.{}", std::process::id()));
         std::fs::write(
             &temp,
@@ -449,7 +476,28 @@ fn files(changes: &[Change]) -> Vec<(String, &'static str)> {
 /// What the turn hooks keep between a turn's start and its end.
 pub struct Keeper {
     store: Option<Store>,
-    before: Option<Tree>,
+    /// A turn started and has run no call that may change files yet: none is recorded.
+    armed: bool,
+    /// The index holds the workspace as this turn found it (its own tree is not copied: the
+    /// next scan's `Refreshed::old` is it).
+    recorded: bool,
+}
+
+/// The reporter a turn runs with (`Keeper::watch`): it records the workspace just before the
+/// turn's first call that may change files.
+pub struct Watch<'a> {
+    keeper: &'a mut Keeper,
+    inner: &'a mut dyn Reporter,
+}
+
+impl Reporter for Watch<'_> {
+    fn report(&mut self, event: Event<'_>) {
+        // Every call is reported before it runs (the agent loop guarantees it).
+        if let Event::ToolCall { name, .. } = &event {
+            self.keeper.before_call(name, self.inner);
+        }
+        self.inner.report(event);
+    }
 }
 
 impl Keeper {
@@ -470,7 +518,8 @@ impl Keeper {
         };
         Keeper {
             store,
-            before: None,
+            armed: false,
+            recorded: false,
         }
     }
 
@@ -481,20 +530,43 @@ impl Keeper {
         }
     }
 
-    /// Before a turn: the workspace as it is now.
-    pub fn begin(&mut self, reporter: &mut dyn Reporter) {
-        self.before = None;
+    /// A turn starts; run it with `watch`. Nothing is recorded yet: the workspace is scanned
+    /// just before the turn's first call that may change files, so a turn that only answers
+    /// or reads costs no scan, and what changed before that call is not the turn's doing (it
+    /// is found by the scan, as a change between turns).
+    pub fn begin(&mut self) {
+        self.recorded = false;
+        self.armed = self.store.is_some();
+    }
+
+    /// The reporter to run the turn with: `inner`, and the scan before the first call that
+    /// may change files.
+    pub fn watch<'a>(&'a mut self, inner: &'a mut dyn Reporter) -> Watch<'a> {
+        Watch {
+            keeper: self,
+            inner,
+        }
+    }
+
+    /// Before the call `name` runs. Every call may change files (a command, a file tool, a
+    /// declared or MCP tool, inside the sandbox or not) but the built-in `read_file`, which a
+    /// declared tool cannot shadow: the first such call of the turn records the workspace.
+    fn before_call(&mut self, name: &str, reporter: &mut dyn Reporter) {
+        if !self.armed || name == "read_file" {
+            return;
+        }
+        self.armed = false;
         let Some(store) = &mut self.store else { return };
-        let refreshed = store.refresh().and_then(|(notices, gone)| {
-            store.collect(gone)?;
-            Ok(notices)
+        let refreshed = store.refresh().and_then(|found| {
+            store.collect(found.gone)?;
+            Ok(found.notices)
         });
         match refreshed {
             Ok(notices) => {
                 for notice in notices {
                     reporter.report(Event::Notice(&notice));
                 }
-                self.before = Some(store.tree.clone());
+                self.recorded = true;
             }
             Err(e) => {
                 let notice = format!("checkpoint: none for this turn (no undo for it): {e}");
@@ -505,11 +577,16 @@ impl Keeper {
 
     /// After a turn: what it changed becomes a checkpoint, reported with its id.
     pub fn end(&mut self, task: &str, session: Option<&Path>, reporter: &mut dyn Reporter) {
-        let (Some(store), Some(before)) = (&mut self.store, self.before.take()) else {
+        self.armed = false;
+        let (Some(store), true) = (&mut self.store, std::mem::take(&mut self.recorded)) else {
             return;
         };
-        let result = store.refresh().and_then(|(notices, _)| {
-            let changes = manifest::diff(&before, &store.tree, unchanged);
+        let result = store.refresh().and_then(|found| {
+            let notices = found.notices;
+            let changes = match &found.old {
+                Some(before) => manifest::diff(before, &store.tree, unchanged),
+                None => Vec::new(),
+            };
             if changes.is_empty() {
                 return Ok((notices, None, changes));
             }
@@ -655,8 +732,8 @@ pub fn undo(
         }
         Action::List | Action::Prune => unreachable!("not an undo"),
     };
-    let (notices, _) = store.refresh().map_err(failed)?;
-    for notice in notices {
+    let found = store.refresh().map_err(failed)?;
+    for notice in found.notices {
         reporter.report(Event::Notice(&notice));
     }
     let lists: Vec<&[Change]> = chosen.iter().map(|r| r.changes.as_slice()).collect();
@@ -756,7 +833,8 @@ pub fn list(workspace: &Path) -> Result<String> {
     if !dir.join("log.jsonl").exists() {
         return Ok(format!("no checkpoints for {}\n", workspace.display()));
     }
-    let store = Store::open(workspace).map_err(failed)?;
+    let mut store = Store::open(workspace).map_err(failed)?;
+    store.load();
     let records = store.log().map_err(failed)?;
     let undone = undone(&records);
     // Sessions are named s1, s2… in the order they first appear; turns counted per session.

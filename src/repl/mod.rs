@@ -170,8 +170,8 @@ pub fn run(
                     inner: recorder,
                     tokens: &mut tokens,
                 };
-                checkpoints.begin(&mut counted);
-                let done = agent.turn(history, prompt, &mut counted);
+                checkpoints.begin();
+                let done = agent.turn(history, prompt, &mut checkpoints.watch(&mut counted));
                 let session = counted.inner.path().map(Path::to_path_buf);
                 checkpoints.end(prompt, session.as_deref(), &mut counted);
                 match done {
