@@ -148,6 +148,16 @@ def now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def speeds(chats):
+    """(prompt, generation) tokens a second over the requests, from llama-server's timings: how
+    fast the machine was during the run (a loaded machine shows here, and in the wall time)."""
+    t = [x.timings for x in chats if x.timings]
+    prompt_ms, gen_ms = sum(x.get("prompt_ms", 0) for x in t), sum(x.get("predicted_ms", 0) for x in t)
+    prompt_n, gen_n = sum(x.get("prompt_n", 0) for x in t), sum(x.get("predicted_n", 0) for x in t)
+    return (round(1000 * prompt_n / prompt_ms, 1) if prompt_ms else None,
+            round(1000 * gen_n / gen_ms, 1) if gen_ms else None)
+
+
 # ---------------------------------------------------------------------------------------------
 # the store
 
@@ -265,8 +275,8 @@ def summary_tables(best):
 def task_table(data, set_name):
     agent = data["meta"]["agent"]
     lines = ["| task | result | requests | wall | prompt tokens processed / reused (reused %) | "
-             "first request's prompt | exit |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "first request's prompt | server tokens/s (prompt, generation) | exit |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in sorted(data["rows"]):
         r = data["rows"][name]
         result = "pass" if r["passed"] else "FAIL"
@@ -277,10 +287,11 @@ def task_table(data, set_name):
         lines.append(f"| {name} | {result} | {r.get('requests', 0)} | {r.get('seconds', 0):.0f} s | "
                      f"{r.get('processed', 0)} / {r.get('reused', 0)} "
                      f"({pct(r.get('reused', 0), r.get('processed', 0) + r.get('reused', 0))}) | "
-                     f"{r.get('first_prompt', '?')} | {r.get('exit', '')} |")
+                     f"{r.get('first_prompt', '?')} | {r.get('prompt_tps') or '-'}, {r.get('gen_tps') or '-'} | "
+                     f"{r.get('exit', '')} |")
     t = totals(data["rows"].values())
     lines.append(f"| **all** | **{t['passed']}/{t['done']}** | {t['requests']} | {t['seconds']:.0f} s | "
-                 f"{t['processed']} / {t['reused']} ({pct(t['reused'], t['processed'] + t['reused'])}) | | |")
+                 f"{t['processed']} / {t['reused']} ({pct(t['reused'], t['processed'] + t['reused'])}) | | | |")
     return lines
 
 
