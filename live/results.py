@@ -221,7 +221,22 @@ def totals(rows):
         "requests": sum(r.get("requests", 0) for r in rows),
         "processed": sum(r.get("processed", 0) for r in rows), "reused": sum(r.get("reused", 0) for r in rows),
         "seconds": sum(r.get("seconds", 0) for r in rows),
+        "timeouts": sum(1 for r in rows if timed_out(r)),
+        "prompt_tps": median([r.get("prompt_tps") for r in rows]),
+        "gen_tps": median([r.get("gen_tps") for r in rows]),
     }
+
+
+def timed_out(row):
+    """The run was stopped at the time limit (turn killed by signal, or a peer's run expired)."""
+    if "timed_out" in row:
+        return row["timed_out"]
+    return row.get("exit") == "timeout" or (row.get("exit") in (-15, -9) and row.get("seconds", 0) >= 290)
+
+
+def median(values):
+    values = sorted(v for v in values if isinstance(v, (int, float)))
+    return values[len(values) // 2] if values else None
 
 
 def agent_rank(agent):
@@ -233,6 +248,12 @@ def model_title(model):
         if model in livelib.MODELS else model
 
 
+def short_version(meta):
+    """turn's --version without the target and date (the commit has its own column)."""
+    version = meta.get("agent_version", "?")
+    return version.split(" (")[0] if version.startswith("turn ") else version
+
+
 def summary_tables(best):
     """README's tables: per set, a row per window, agent and model."""
     out = []
@@ -241,9 +262,10 @@ def summary_tables(best):
     for set_name in sets:
         total = len(task_names(set_name)) if set_name in SETS else "?"
         out += [f"**{SET_TITLES.get(set_name, set_name)}**: {total} tasks.", "",
-                "| window | agent | model | passed | requests | prompt tokens processed / reused | wall | "
+                "| window | agent | model | passed | stopped at the time limit | requests | "
+                "prompt tokens processed / reused | wall | server tokens/s (prompt, generation; median) | "
                 "date | commit | version |",
-                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         keys = sorted((k for k in best if k[0] == set_name), key=lambda k: (-k[1], k[3] != "1.5b", k[3],
                                                                            agent_rank(k[2])))
         for key in keys:
@@ -251,19 +273,22 @@ def summary_tables(best):
             m, t = data["meta"], totals(data["rows"].values())
             done = "" if t["done"] == total else f" ({t['done']} of {total} run)"
             out.append(f"| `-c {key[1]}` | {AGENT_TITLES.get(key[2], key[2])} | {model_title(key[3])} | "
-                       f"**{t['passed']}/{t['done']}**{done} | {t['requests']} | {t['processed']} / {t['reused']} "
-                       f"({pct(t['reused'], t['processed'] + t['reused'])} reused) | {t['seconds'] / 60:.1f} min | "
-                       f"{m.get('updated', '?')[:10]} | {m.get('commit', '?')} | {m.get('agent_version', '?')} |")
+                       f"**{t['passed']}/{t['done']}**{done} | {t['timeouts']} | {t['requests']} | "
+                       f"{t['processed']} / {t['reused']} ({pct(t['reused'], t['processed'] + t['reused'])} reused) | "
+                       f"{t['seconds'] / 60:.1f} min | {t['prompt_tps'] or '-'}, {t['gen_tps'] or '-'} | "
+                       f"{m.get('updated', '?')[:10]} | {m.get('commit', '?')} | {short_version(m)} |")
         out.append("")
         blind = [n for n in task_names(set_name) if by_design("aider-whole", set_name, n)] if set_name in SETS else []
         if blind and any(k[2] == "aider-whole" for k in keys):
-            out += [f"aider runs no commands unless told, by design: {len(blind)} of these tasks "
-                    f"({', '.join(blind)}) need a command's output, so it cannot pass them; they are run and "
-                    f"counted as failures.", ""]
+            which = f"{len(blind)} of these tasks ({', '.join(blind)}) needs" if len(blind) == 1 else \
+                f"{len(blind)} of these tasks ({', '.join(blind)}) need"
+            out += [f"aider runs no commands unless told, by design: {which} a command's output, so it cannot "
+                    f"pass there; such runs are made and counted as failures.", ""]
     if best:
         any_meta = next(iter(best.values()))["meta"]
+        threads = sorted({str(d["meta"].get("threads", "2")) for d in best.values()})
         out.append(f"Machine: {'; '.join(machines)}. llama.cpp build {any_meta.get('llama', '?')} "
-                   f"(`llama-server --jinja -t {livelib.THREADS}`, a fresh server for every run of a task), "
+                   f"(`llama-server --jinja -t {' or -t '.join(threads)}`, a fresh server for every run of a task), "
                    f"temperature {any_meta.get('temperature', '?')}, at most {any_meta.get('max_steps', '?')} steps "
                    f"and {any_meta.get('timeout', '?')} s per task for every agent. Per-task rows and the "
                    f"checkers' reasons for each failure: [live/RESULTS.md](live/RESULTS.md); what the numbers mean and "
