@@ -144,6 +144,13 @@ def repo_commit():
     return out.stdout.strip() or "unknown"
 
 
+def set_commit(set_name):
+    """The last commit that changed a task set (what a peer's results depend on here)."""
+    out = subprocess.run(["git", "log", "-1", "--format=%h", "--abbrev=7", "--", os.path.relpath(SETS[set_name], livelib.ROOT)],
+                         cwd=livelib.ROOT, capture_output=True, text=True)
+    return out.stdout.strip() or repo_commit()
+
+
 def now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
