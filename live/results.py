@@ -283,7 +283,8 @@ def summary_tables(best):
                        f"**{t['passed']}/{t['done']}**{done} | {t['timeouts']} | {t['requests']} | "
                        f"{t['processed']} / {t['reused']} ({pct(t['reused'], t['processed'] + t['reused'])} reused) | "
                        f"{t['seconds'] / 60:.1f} min | {t['prompt_tps'] or '-'}, {t['gen_tps'] or '-'} | "
-                       f"{m.get('updated', '?')[:10]} | {m.get('commit', '?')} | {short_version(m)} |")
+                       f"{m.get('updated', '?')[:10]} | {m.get('commit', '?')} | {short_version(m)}"
+                       f"{' (' + m['note'] + ')' if m.get('note') else ''} |")
         out.append("")
         blind = [n for n in task_names(set_name) if by_design("aider-whole", set_name, n)] if set_name in SETS else []
         if blind and any(k[2] == "aider-whole" for k in keys):
@@ -295,7 +296,7 @@ def summary_tables(best):
         any_meta = next(iter(best.values()))["meta"]
         threads = sorted({str(d["meta"].get("threads", "2")) for d in best.values()})
         out.append(f"Machine: {'; '.join(machines)}. llama.cpp build {any_meta.get('llama', '?')} "
-                   f"(`llama-server --jinja -t {' or -t '.join(threads)}`, a fresh server for every run of a task), "
+                   f"(`llama-server --jinja -t {' or -t '.join(threads)}`, a fresh server for every run of a task unless noted), "
                    f"temperature {any_meta.get('temperature', '?')}, at most {any_meta.get('max_steps', '?')} steps "
                    f"and {any_meta.get('timeout', '?')} s per task for every agent. Per-task rows and the "
                    f"checkers' reasons for each failure: [live/RESULTS.md](live/RESULTS.md); what the numbers mean and "
