@@ -3,7 +3,7 @@ PREFIX ?= /usr/local
 MUSL := x86_64-unknown-linux-musl
 STATIC := target/$(MUSL)/release/turn
 
-.PHONY: build release test static dist dist-check install bench clean ci live-setup live-smoke live demo
+.PHONY: build release test static dist dist-check install bench clean ci live-setup live-smoke live live-heldout live-peers demo
 
 build:
 	cargo build --release
@@ -56,6 +56,17 @@ live-smoke:
 
 live:
 	live/suite
+
+# The held-out set (live/heldout/, for the report only; see live/README.md), then the 0.5B model on it.
+live-heldout:
+	live/suite --set heldout
+	live/suite --set heldout --model 0.5b --ctx 8192
+
+# The peers (aider, mini-swe-agent; pinned, installed into the live cache) on the same runs.
+live-peers:
+	live/peers --install
+	live/peers --set heldout
+	live/peers --set dev
 
 demo:
 	live/demo

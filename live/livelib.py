@@ -621,7 +621,9 @@ class Proxy:
                 except OSError as e:
                     exchange.status = 502
                     exchange.error = f"proxy: upstream unreachable: {e}"
-                    self.send_error(502, exchange.error)
+                    # The client may be gone too (a run stopped at its time limit).
+                    with contextlib.suppress(OSError):
+                        self.send_error(502, exchange.error)
                     return
                 exchange.status = reply.status
                 sse = "text/event-stream" in (reply.getheader("Content-Type") or "")

@@ -1,0 +1,1 @@
+python3 build.py | grep '^warning:' | cut -d' ' -f2

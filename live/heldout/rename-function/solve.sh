@@ -1,0 +1,1 @@
+grep -rl load_cfg . | xargs sed -i 's/\bload_cfg\b/load_config/g'

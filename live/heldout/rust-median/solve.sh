@@ -1,0 +1,1 @@
+sed -i 's/sorted\[mid\] + sorted\[mid + 1\]/sorted[mid - 1] + sorted[mid]/' src/lib.rs
