@@ -22,7 +22,8 @@ static:
 	scripts/dist --build-only $(MUSL)
 	@ls -l $(STATIC)
 
-# Release tarballs: static musl binaries for x86-64 and ARM64 in dist/, with SHA256SUMS.
+# Release tarballs: static musl binaries for x86-64 and ARM64 and the man page turn.1 in dist/,
+# with SHA256SUMS.
 # Installs the rustup targets and Debian cross compilers it lacks (see scripts/dist).
 dist:
 	scripts/dist
@@ -32,15 +33,18 @@ dist:
 dist-check: dist
 	scripts/dist-check
 
+# The binary, and its man page (turn --generate man) in $(PREFIX)/share/man/man1.
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin
+	target/release/turn --generate man >target/release/turn.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 target/release/turn $(DESTDIR)$(PREFIX)/bin/turn
+	install -m 644 target/release/turn.1 $(DESTDIR)$(PREFIX)/share/man/man1/turn.1
 
 bench:
 	bench/run
 
 # Live tests against llama.cpp's llama-server and real Qwen2.5-Coder models, built and fetched
-# into ~/.cache/turn-live (TURN_LIVE_CACHE) on first use; see README's "Live tests and the demo".
+# into ~/.cache/turn-live (TURN_LIVE_CACHE) on first use; see docs/performance.md.
 ci:
 	.ci/run
 

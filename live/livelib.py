@@ -824,7 +824,7 @@ def text_calls(text):
                 arguments = json.loads(arguments)
             except ValueError:
                 arguments = None
-        # As turn reads them (README, Local models): arguments are an object, or a string
+        # As turn reads them (docs/local-models.md): arguments are an object, or a string
         # holding one; a list of commands is no call.
         if isinstance(value, dict) and value.get("name") in TOOL_NAMES and isinstance(arguments, dict):
             count += 1

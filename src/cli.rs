@@ -1,5 +1,6 @@
 //! Command-line arguments: flags, environment defaults and the help text.
 //!
+//! One table of flags (`FLAGS`) is printed by --help and by the man page (manpage.rs).
 //! `parse` takes the arguments and the environment as values, so tests feed plain arrays.
 
 use crate::approve::Approve;
@@ -13,138 +14,387 @@ use lexopt::prelude::*;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub const HELP: &str = "\
-turn: a coding agent's tool-calling loop for any OpenAI-compatible server
+/// The first line of --help, and the man page's NAME.
+pub const ABOUT: &str = "a coding agent's tool-calling loop for any OpenAI-compatible server";
 
-Usage: turn [OPTIONS] PROMPT...     one turn, then exit
-       echo PROMPT | turn [OPTIONS]  the prompt from stdin
-       turn [OPTIONS] -              the prompt from stdin, said explicitly
-       turn [OPTIONS]                on a terminal: a REPL (/help lists its commands)
+/// How turn is called: the command line, and what it does.
+pub const USAGE: &[(&str, &str)] = &[
+    ("turn [OPTIONS] PROMPT...", "one turn, then exit"),
+    ("echo PROMPT | turn [OPTIONS]", "the prompt from stdin"),
+    ("turn [OPTIONS] -", "the prompt from stdin, said explicitly"),
+    (
+        "turn [OPTIONS]",
+        "on a terminal: a REPL (/help lists its commands)",
+    ),
+];
 
+/// What a run does, wrapped for --help; the man page's DESCRIPTION.
+pub const DESCRIPTION: &str = "\
 The model may run shell commands and read, write and edit files in the workspace until it
 answers without calling a tool. Its text goes to stdout as it arrives; one line per tool call
 goes to stderr. AGENTS.md files in the workspace and its parents up to the git root are added
-to the system prompt. Every run is recorded under .turn/sessions/ in the workspace.
+to the system prompt. Every run is recorded under .turn/sessions/ in the workspace.";
 
-Options:
-  -m, --model NAME         model to ask [env TURN_MODEL]; if unset and the server lists
-                           exactly one model, that one
-      --base-url URL       server address [env OPENAI_BASE_URL]; the API key comes from
-                           OPENAI_API_KEY (unset: no Authorization header). With neither set,
-                           turn looks for a local llama-server (127.0.0.1:8080), Ollama (:11434),
-                           LM Studio (:1234) or vLLM (:8000) [env TURN_LOCAL_SERVERS lists other
-                           HOST:PORTs, or 'off'], else uses https://api.openai.com/v1
-      --ca-cert FILE       also trust the CA certificates in FILE (PEM; repeatable), beside
-                           the system's bundle or SSL_CERT_FILE / SSL_CERT_DIR
-      --tool-protocol P    how tool calls travel [env TURN_TOOL_PROTOCOL, default auto]:
-                           native: the API's tools and tool_calls only
-                           text: tools described in the system prompt, calls written as a
-                             JSON block; the prompt also declares two edit blocks, run as
-                             write_file and edit_file: a line that is only the path (bare or
-                             in backticks, with a / or a . in it), then a fenced block with
-                             the whole file; or the path line, then <<<<<<< SEARCH, the old
-                             lines, =======, the new lines, >>>>>>> REPLACE (one per file a
-                             reply; a malformed block's error goes back to the model)
-                           auto: native, plus calls written as text; a server that refuses
-                             tools gets the text protocol (the session keeps it for -c)
-                           turn runs the calls the model makes and nothing else; a reply
-                           without calls is the answer. Under auto and text, once a model
-                           writes a call as text, begins one, or gets the text protocol, an
-                           answer that is no answer (empty, a call unfinished, commands shown
-                           instead of called, a failed change not made since, a result
-                           echoed, a reply cut short) gets a note, twice a turn at most;
-                           the session keeps that switch for -c (README)
-  -C, --cd DIR             workspace the tools are confined to [default: current directory]
-      --max-steps N        stop after N model requests in one turn [default: 50]
-      --timeout SECS       kill a bash command (and all the commands started) after SECS
-                           [default: 120]
-      --max-output CHARS   keep at most CHARS of a tool's output, head and tail [default: 50000]
-                           (numbers: steps up to 1000000, seconds up to 1000000, CHARS up
-                           to 100000000)
-      --request-timeout SECS  give up when the server sends nothing for SECS [default: 600]
-      --request-deadline SECS  give up when one request takes longer than SECS in all, even
-                           while the server keeps sending [default: 3600]
-      --system FILE        replace the built-in system prompt with FILE's text
-      --no-preload         turn neither lists the workspace's files (at most 2 KB) in a new
-                           session's first message nor reads the files a prompt names (up
-                           to 4) before its first request
-      --no-stream          ask for whole responses instead of streamed tokens
-      --temperature T      sampling temperature, 0 to 2 [default: the server's]
-      --context TOKENS     the model's context window [env TURN_CONTEXT; default: asked of
-                           the server (llama-server, vLLM, Ollama, LM Studio), else unknown];
-                           turn compacts the history to stay inside it
-      --max-tokens N       reply budget sent as max_tokens [default: a quarter of the window,
-                           at most 8192; 4096 when the window is unknown]
-  -q, --quiet              print only the model's text: no tool lines, reasoning or notices
-      --sandbox MODE       what bash and the file tools may change [env TURN_SANDBOX]:
-                           workspace-write (default): writes only in the workspace (but
-                             its .git and .turn) and --writable dirs, enforced for bash by
-                             namespaces, Landlock, seccomp and dropped capabilities; commands
-                             get a private /tmp and /dev/shm (see --sandbox-check)
-                           read-only: no writes anywhere (but /dev/null and the private /tmp)
-                           off: no sandbox layers, only the keyword screen
-      --writable DIR       with workspace-write, let commands write in DIR too (repeatable)
-      --writable-protected let commands and file tools change every .git and .turn in the
-                           workspace (read-only to them otherwise)
-      --host-tmp           commands use the host's /tmp (writable with workspace-write) and
-                           reach its Unix sockets (tmux's), instead of a private /tmp
-      --no-network         bash commands get no network: no TCP, UDP or Unix sockets
-      --require-landlock   refuse to run when the kernel has no Landlock, instead of falling
-                           back to the other layers
-      --require-isolation  refuse to run unless every sandbox layer works here (namespaces,
-                           Landlock, seccomp), instead of falling back with a notice
-      --pass-env NAME      give commands the variable NAME although it looks secret (KEY,
-                           TOKEN, SECRET, PASSWORD, ...) or leads to a socket (repeatable)
-      --sandbox-check      print which sandbox layers work here and why not, then exit
-                           (0: all of them)
-      --approve MODE       never: run what the sandbox allows (default without a terminal)
-                           ask: confirm each command and file write (default on a terminal)
-                           dangerous: confirm only commands the keyword screen flags
-      --tools FILE         offer the tools and MCP servers declared in FILE (JSON, see README;
-                           repeatable); .turn/tools.json in the workspace is read too
-      --mcp NAME=COMMAND   start the MCP server COMMAND (stdio) and offer its tools as
-                           NAME__tool (repeatable); MCP servers run outside the sandbox
-      --vouch              vouch again for --tools files and --mcp servers whose file or
-                           workspace scripts changed since turn first started them (turn
-                           refuses to start them otherwise)
-      --list-tools         print every tool the model would get, with its source, and exit
-      --json               print JSONL events on stdout instead of text (see README)
-  -o, --output-last-message FILE  when the run succeeds, write the model's final answer to
-                           FILE (atomically; a failed run leaves FILE as it was)
-      --output-schema FILE the final answer must be JSON matching the JSON Schema in FILE:
-                           asked for with response_format, checked here, re-asked once;
-                           stdout then holds only that JSON, on one line
-      --session FILE       resume the history in FILE if it exists, and record to it
-  -c, --continue           resume the newest session of this workspace
-      --no-session         record nothing (no session file, no REPL history)
-  -i, --interactive        the REPL even when stdin is not a terminal (line by line)
-      --undo               take back the newest turn of the newest session (or of --session
-                           FILE) that changed files, commands' changes included; again: the
-                           one before. Only paths that turn changed, and only if unchanged
-                           since (else it names them and changes nothing)
-      --checkpoints        list the checkpoints of the workspace: id, time, turn, files, task
-      --restore ID         take the workspace back to before checkpoint ID (an undo is a
-                           checkpoint too: restoring the one before it takes it back)
-      --dry-run            with --undo or --restore: say what would change, change nothing
-      --force              with --undo or --restore: put back paths changed since, too
-      --prune-checkpoints  delete this workspace's checkpoints (and those of workspaces that
-                           are gone). Checkpoints live in $XDG_STATE_HOME/turn (default
-                           ~/.local/state/turn), never in the workspace; .git, .gitignore'd
-                           paths, .turn, node_modules, __pycache__ and dirs with CACHEDIR.TAG
-                           or pyvenv.cfg are left out [env TURN_CHECKPOINTS=off: none;
-                           TURN_CHECKPOINT_MAX_FILE / _MAX_TOTAL bytes, _MAX_FILES count]
-  -V, --version            print the version
-  -h, --help               print this help
+/// Every flag `parse` takes, as --help and the man page show it: the names and value, then
+/// paragraphs of text (lines wrapped for --help; the man page fills them). tests/docs.rs
+/// checks this table, the man page and docs/ against what `parse` accepts.
+pub const FLAGS: &[(&str, &[&str])] = &[
+    (
+        "-m, --model NAME",
+        &[
+            "model to ask [env TURN_MODEL]; if unset and the server lists
+exactly one model, that one",
+        ],
+    ),
+    (
+        "--base-url URL",
+        &[
+            "server address [env OPENAI_BASE_URL]; the API key comes from
+OPENAI_API_KEY (unset: no Authorization header). With neither set,
+turn looks for a local llama-server (127.0.0.1:8080), Ollama (:11434),
+LM Studio (:1234) or vLLM (:8000) [env TURN_LOCAL_SERVERS lists other
+HOST:PORTs, or 'off'], else uses https://api.openai.com/v1",
+        ],
+    ),
+    (
+        "--ca-cert FILE",
+        &[
+            "also trust the CA certificates in FILE (PEM; repeatable), beside
+the system's bundle or SSL_CERT_FILE / SSL_CERT_DIR",
+        ],
+    ),
+    (
+        "--tool-protocol P",
+        &[
+            "how tool calls travel [env TURN_TOOL_PROTOCOL, default auto]:",
+            "native: the API's tools and tool_calls only",
+            "text: tools described in the system prompt, calls written as a
+  JSON block; the prompt also declares two edit blocks, run as
+  write_file and edit_file: a line that is only the path (bare or
+  in backticks, with a / or a . in it), then a fenced block with
+  the whole file; or the path line, then <<<<<<< SEARCH, the old
+  lines, =======, the new lines, >>>>>>> REPLACE (one per file a
+  reply; a malformed block's error goes back to the model)",
+            "auto: native, plus calls written as text; a server that refuses
+  tools gets the text protocol (the session keeps it for -c)",
+            "turn runs the calls the model makes and nothing else; a reply
+without calls is the answer. Under auto and text, once a model
+writes a call as text, begins one, or gets the text protocol, an
+answer that is no answer (empty, a call unfinished, commands shown
+instead of called, a failed change not made since, a result
+echoed, a reply cut short) gets a note, twice a turn at most;
+the session keeps that switch for -c (docs/local-models.md)",
+        ],
+    ),
+    (
+        "-C, --cd DIR",
+        &["workspace the tools are confined to [default: current directory]"],
+    ),
+    (
+        "--max-steps N",
+        &["stop after N model requests in one turn [default: 50]"],
+    ),
+    (
+        "--timeout SECS",
+        &[
+            "kill a bash command (and all the commands started) after SECS
+[default: 120]",
+        ],
+    ),
+    (
+        "--max-output CHARS",
+        &[
+            "keep at most CHARS of a tool's output, head and tail [default: 50000]
+(numbers: steps up to 1000000, seconds up to 1000000, CHARS up
+to 100000000)",
+        ],
+    ),
+    (
+        "--request-timeout SECS",
+        &["give up when the server sends nothing for SECS [default: 600]"],
+    ),
+    (
+        "--request-deadline SECS",
+        &[
+            "give up when one request takes longer than SECS in all, even
+while the server keeps sending [default: 3600]",
+        ],
+    ),
+    (
+        "--system FILE",
+        &["replace the built-in system prompt with FILE's text"],
+    ),
+    (
+        "--no-preload",
+        &[
+            "turn neither lists the workspace's files (at most 2 KB) in a new
+session's first message nor reads the files a prompt names (up
+to 4) before its first request",
+        ],
+    ),
+    (
+        "--no-stream",
+        &["ask for whole responses instead of streamed tokens"],
+    ),
+    (
+        "--temperature T",
+        &["sampling temperature, 0 to 2 [default: the server's]"],
+    ),
+    (
+        "--context TOKENS",
+        &[
+            "the model's context window [env TURN_CONTEXT; default: asked of
+the server (llama-server, vLLM, Ollama, LM Studio), else unknown];
+turn compacts the history to stay inside it",
+        ],
+    ),
+    (
+        "--max-tokens N",
+        &[
+            "reply budget sent as max_tokens [default: a quarter of the window,
+at most 8192; 4096 when the window is unknown]",
+        ],
+    ),
+    (
+        "-q, --quiet",
+        &["print only the model's text: no tool lines, reasoning or notices"],
+    ),
+    (
+        "--sandbox MODE",
+        &[
+            "what bash and the file tools may change [env TURN_SANDBOX]:",
+            "workspace-write (default): writes only in the workspace (but
+  its .git and .turn) and --writable dirs, enforced for bash by
+  namespaces, Landlock, seccomp and dropped capabilities; commands
+  get a private /tmp and /dev/shm (see --sandbox-check)",
+            "read-only: no writes anywhere (but /dev/null and the private /tmp)",
+            "off: no sandbox layers, only the keyword screen",
+        ],
+    ),
+    (
+        "--writable DIR",
+        &["with workspace-write, let commands write in DIR too (repeatable)"],
+    ),
+    (
+        "--writable-protected",
+        &[
+            "let commands and file tools change every .git and .turn in the
+workspace (read-only to them otherwise)",
+        ],
+    ),
+    (
+        "--host-tmp",
+        &[
+            "commands use the host's /tmp (writable with workspace-write) and
+reach its Unix sockets (tmux's), instead of a private /tmp",
+        ],
+    ),
+    (
+        "--no-network",
+        &["bash commands get no network: no TCP, UDP or Unix sockets"],
+    ),
+    (
+        "--require-landlock",
+        &[
+            "refuse to run when the kernel has no Landlock, instead of falling
+back to the other layers",
+        ],
+    ),
+    (
+        "--require-isolation",
+        &[
+            "refuse to run unless every sandbox layer works here (namespaces,
+Landlock, seccomp), instead of falling back with a notice",
+        ],
+    ),
+    (
+        "--pass-env NAME",
+        &[
+            "give commands the variable NAME although it looks secret (KEY,
+TOKEN, SECRET, PASSWORD, ...) or leads to a socket (repeatable)",
+        ],
+    ),
+    (
+        "--sandbox-check",
+        &["print which sandbox layers work here and why not, then exit
+(0: all of them)"],
+    ),
+    (
+        "--approve MODE",
+        &[
+            "never: run what the sandbox allows (default without a terminal)",
+            "ask: confirm each command and file write (default on a terminal)",
+            "dangerous: confirm only commands the keyword screen flags",
+        ],
+    ),
+    (
+        "--tools FILE",
+        &["offer the tools and MCP servers declared in FILE (JSON, see
+docs/tools.md; repeatable); .turn/tools.json in the workspace is
+read too"],
+    ),
+    (
+        "--mcp NAME=COMMAND",
+        &["start the MCP server COMMAND (stdio) and offer its tools as
+NAME__tool (repeatable); MCP servers run outside the sandbox"],
+    ),
+    (
+        "--vouch",
+        &[
+            "vouch again for --tools files and --mcp servers whose file or
+workspace scripts changed since turn first started them (turn
+refuses to start them otherwise)",
+        ],
+    ),
+    (
+        "--list-tools",
+        &["print every tool the model would get, with its source, and exit"],
+    ),
+    (
+        "--json",
+        &["print JSONL events on stdout instead of text (see docs/scripting.md)"],
+    ),
+    (
+        "-o, --output-last-message FILE",
+        &["when the run succeeds, write the model's final answer to
+FILE (atomically; a failed run leaves FILE as it was)"],
+    ),
+    (
+        "--output-schema FILE",
+        &[
+            "the final answer must be JSON matching the JSON Schema in FILE:
+asked for with response_format, checked here, re-asked once;
+stdout then holds only that JSON, on one line",
+        ],
+    ),
+    (
+        "--session FILE",
+        &["resume the history in FILE if it exists, and record to it"],
+    ),
+    (
+        "-c, --continue",
+        &["resume the newest session of this workspace"],
+    ),
+    (
+        "--no-session",
+        &["record nothing (no session file, no REPL history)"],
+    ),
+    (
+        "-i, --interactive",
+        &["the REPL even when stdin is not a terminal (line by line)"],
+    ),
+    (
+        "--undo",
+        &[
+            "take back the newest turn of the newest session (or of --session
+FILE) that changed files, commands' changes included; again: the
+one before. Only paths that turn changed, and only if unchanged
+since (else it names them and changes nothing)",
+        ],
+    ),
+    (
+        "--checkpoints",
+        &["list the checkpoints of the workspace: id, time, turn, files, task"],
+    ),
+    (
+        "--restore ID",
+        &[
+            "take the workspace back to before checkpoint ID (an undo is a
+checkpoint too: restoring the one before it takes it back)",
+        ],
+    ),
+    (
+        "--dry-run",
+        &["with --undo or --restore: say what would change, change nothing"],
+    ),
+    (
+        "--force",
+        &["with --undo or --restore: put back paths changed since, too"],
+    ),
+    (
+        "--prune-checkpoints",
+        &[
+            "delete this workspace's checkpoints (and those of workspaces that
+are gone). Checkpoints live in $XDG_STATE_HOME/turn (default
+~/.local/state/turn), never in the workspace; .git, .gitignore'd
+paths, .turn, node_modules, __pycache__ and dirs with CACHEDIR.TAG
+or pyvenv.cfg are left out [env TURN_CHECKPOINTS=off: none;
+TURN_CHECKPOINT_MAX_FILE / _MAX_TOTAL bytes, _MAX_FILES count]",
+        ],
+    ),
+    (
+        "--generate man",
+        &["print the manual page (roff, for man) and exit"],
+    ),
+    ("-V, --version", &["print the version"]),
+    ("-h, --help", &["print this help"]),
+];
 
-Exit codes: 0 done, 1 runtime or server error, 2 usage error, 3 --max-steps reached,
-4 the model repeated one call with the same result, 5 the answer does not match
---output-schema, 130 interrupted (Ctrl-C).
+/// Exit codes and what they mean, for --help and the man page.
+pub const EXIT_CODES: &[(&str, &str)] = &[
+    ("0", "done"),
+    ("1", "runtime or server error"),
+    ("2", "usage error"),
+    ("3", "--max-steps reached"),
+    ("4", "the model repeated one call with the same result"),
+    ("5", "the answer does not match --output-schema"),
+    ("130", "interrupted (Ctrl-C)"),
+];
 
-Examples:
-  turn -m gpt-4o-mini 'add a --verbose flag to main.rs'
-  turn --base-url http://127.0.0.1:8080/v1 'why does make test fail?'     # llama.cpp server
-  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 turn -m qwen3 'summarize README.md'  # Ollama
-";
+/// Example command lines and what they show.
+pub const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "turn 'why does make test fail?'",
+        "a local server on its usual port",
+    ),
+    (
+        "turn --base-url http://10.0.0.5:8080/v1 'why does make test fail?'",
+        "llama.cpp elsewhere",
+    ),
+    (
+        "OPENAI_BASE_URL=http://127.0.0.1:11434/v1 turn -m qwen3 'summarize README.md'",
+        "Ollama",
+    ),
+    (
+        "turn -m gpt-4o-mini 'add input validation to parse_args in main.rs'",
+        "OpenAI, with OPENAI_API_KEY set",
+    ),
+    (
+        "turn -q -o answer.md 'summarize this branch' >/dev/null",
+        "a script",
+    ),
+];
+
+/// The text `turn --help` prints, made from the tables above.
+pub fn help() -> String {
+    let mut out = format!("turn: {ABOUT}\n\n");
+    for (i, (line, what)) in USAGE.iter().enumerate() {
+        let lead = if i == 0 { "Usage: " } else { "       " };
+        out += &format!("{lead}{line:<30}{what}\n");
+    }
+    out += &format!("\n{DESCRIPTION}\n\nOptions:\n");
+    for (names, text) in FLAGS {
+        let indent = if names.starts_with("--") { "    " } else { "" };
+        let names = format!("{indent}{names}");
+        out += &format!("  {names:<23}  ");
+        for (i, line) in text.iter().flat_map(|p| p.lines()).enumerate() {
+            if i > 0 {
+                out += &format!("\n{:27}", "");
+            }
+            out += line;
+        }
+        out.push('\n');
+    }
+    out += "\nExit codes:\n";
+    for (code, what) in EXIT_CODES {
+        out += &format!("  {code:<5}{what}\n");
+    }
+    out += "\nExamples:\n";
+    for (line, what) in EXAMPLES {
+        out += &format!("  # {what}\n  {line}\n");
+    }
+    out
+}
 
 #[derive(Debug, PartialEq)]
 pub enum Command {
@@ -161,6 +411,8 @@ pub enum Command {
     SandboxCheck(Box<Args>),
     Help,
     Version,
+    /// `--generate man`: the manual page.
+    Man,
 }
 
 #[derive(Debug, PartialEq)]
@@ -291,6 +543,12 @@ pub fn parse(
         match arg {
             Short('h') | Long("help") => return Ok(Command::Help),
             Short('V') | Long("version") => return Ok(Command::Version),
+            Long("generate") => {
+                return match text(parser.value()?, "--generate")?.as_str() {
+                    "man" => Ok(Command::Man),
+                    other => Err(Error::Usage(format!("--generate takes man, not '{other}'"))),
+                }
+            }
             Short('m') | Long("model") => model = Some(text(parser.value()?, "--model")?),
             Long("base-url") => {
                 base_url = text(parser.value()?, "--base-url")?;
@@ -683,6 +941,33 @@ mod tests {
     fn help_and_version() {
         assert_eq!(run(&["--help"]).unwrap(), Command::Help);
         assert_eq!(run(&["x", "-V"]).unwrap(), Command::Version);
+        assert_eq!(run(&["--generate", "man"]).unwrap(), Command::Man);
+        assert!(usage(&["--generate", "html"]).contains("--generate takes man, not 'html'"));
+    }
+
+    #[test]
+    fn help_shows_every_flag_in_its_column() {
+        let help = help();
+        assert!(help.starts_with("turn: a coding agent's"));
+        for (names, _) in FLAGS {
+            let shown = help.lines().find(|l| l.trim_start().starts_with(names));
+            let line = shown.unwrap_or_else(|| panic!("{names} not in --help"));
+            let column = line.len() - line.trim_start().len();
+            assert_eq!(
+                column,
+                if names.starts_with("--") { 6 } else { 2 },
+                "{line}"
+            );
+        }
+        // The text starts in column 27, or two spaces after names too long for that.
+        for line in help.lines().filter(|l| l.starts_with("  -")) {
+            let (names, _) = line.trim_start().split_once("  ").unwrap();
+            assert!(FLAGS.iter().any(|(n, _)| *n == names), "{line}");
+            let end = line.find(names).unwrap() + names.len();
+            let text = if end <= 25 { 27 } else { end + 2 };
+            assert!(line[end..text].trim().is_empty(), "{line}");
+            assert!(!line[text..].starts_with(' '), "{line}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod cli;
 mod coach;
 mod context;
 mod error;
+mod manpage;
 mod prompt;
 mod repeat;
 mod repl;
@@ -45,7 +46,11 @@ fn main() -> ExitCode {
     let args = match cli::parse(std::env::args_os().skip(1), |name| std::env::var(name).ok()) {
         Ok(Command::Run(args)) => *args,
         Ok(Command::Help) => {
-            print!("{}", cli::HELP);
+            print!("{}", cli::help());
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Man) => {
+            print!("{}", manpage::page());
             return ExitCode::SUCCESS;
         }
         Ok(Command::SandboxCheck(args)) => return sandbox_check(&args),

@@ -246,8 +246,8 @@ impl Reporter for Console {
 }
 
 /// JSONL for scripts: `start`, `assistant`, `tool_call`, `tool_result`, `error`, and always a
-/// final `done` with the status, steps, summed usage and the last assistant text. README
-/// documents the schema.
+/// final `done` with the status, steps, summed usage and the last assistant text.
+/// docs/scripting.md documents the schema.
 #[derive(Default)]
 pub struct Json {
     steps: u32,

@@ -5,7 +5,7 @@
 //! `enum`, `const`, `minimum`/`maximum`, `exclusiveMinimum`/`exclusiveMaximum` (numbers),
 //! `minLength`/`maxLength` (in characters), `anyOf`, and local `$ref`s (`#/$defs/…`,
 //! `#/definitions/…`). Everything else (`pattern`, `format`, `allOf`, `oneOf`, `not`,
-//! `if`/`then`, remote refs, …) is accepted and not checked; README says so.
+//! `if`/`then`, remote refs, …) is accepted and not checked; docs/scripting.md says so.
 //!
 //! `check_schema` runs once on the file, so a schema that could not mean anything is a usage
 //! error before the server is asked; `validate` lists every place an answer breaks it.

@@ -10,7 +10,7 @@
 //!
 //! Known hole, on purpose: this is a keyword screen, not isolation. It stops accidents and
 //! obvious mistakes; a determined model can write `python -c` that deletes anything the user
-//! can, hide a path in a variable, or set `CDPATH`. README says so.
+//! can, hide a path in a variable, or set `CDPATH`. docs/sandbox.md says so.
 
 use std::path::{Component, Path, PathBuf};
 
