@@ -4,6 +4,7 @@
 //!
 //! Where the kernel has no Landlock these tests print why and return: there is nothing to test.
 
+#[macro_use]
 mod util;
 
 use serde_json::json;
@@ -348,30 +349,6 @@ fn a_session_file_outside_the_workspace_is_still_recorded() {
 // ---- The second layer: namespaces, capabilities, seccomp, environment, lifetime ----
 
 /// Whether commands get namespaces here, as `turn --sandbox-check` finds (cached).
-fn namespaces_here() -> bool {
-    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FOUND.get_or_init(|| {
-        let out = Command::new(env!("CARGO_BIN_EXE_turn"))
-            .arg("--sandbox-check")
-            .current_dir(env!("CARGO_TARGET_TMPDIR"))
-            .output()
-            .unwrap();
-        let report = String::from_utf8_lossy(&out.stdout);
-        report
-            .lines()
-            .any(|l| l.contains("namespaces (") && l.ends_with("active"))
-    })
-}
-
-macro_rules! require_namespaces {
-    () => {
-        if !namespaces_here() {
-            println!("skipped: commands cannot get namespaces here (see turn --sandbox-check)");
-            return;
-        }
-    };
-}
-
 macro_rules! require_python {
     () => {
         if Command::new("python3").arg("-c").arg("0").output().is_err() {

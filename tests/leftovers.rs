@@ -6,35 +6,13 @@
 //!
 //! Parts that need namespaces or python3 say "skipped" where they cannot run.
 
+#[macro_use]
 mod util;
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use util::*;
-
-fn namespaces_here() -> bool {
-    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FOUND.get_or_init(|| {
-        let out = Command::new(env!("CARGO_BIN_EXE_turn"))
-            .arg("--sandbox-check")
-            .current_dir(env!("CARGO_TARGET_TMPDIR"))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l.contains("namespaces (") && l.ends_with("active"))
-    })
-}
-
-macro_rules! require_namespaces {
-    () => {
-        if !namespaces_here() {
-            println!("skipped: commands cannot get namespaces here (see turn --sandbox-check)");
-            return;
-        }
-    };
-}
 
 fn python_here() -> bool {
     Command::new("python3")

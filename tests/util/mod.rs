@@ -3,7 +3,7 @@
 //!
 //! The mock checks every history the way a strict server does and answers 400 when one is
 //! invalid, so a test fails whenever turn sends something OpenAI would refuse.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -694,4 +694,29 @@ pub fn running_with_arg(arg: &str) -> bool {
             .next();
         has && !matches!(state, None | Some("Z"))
     })
+}
+
+/// Whether commands get namespaces here (what `turn --sandbox-check` reports), asked once.
+pub fn namespaces_here() -> bool {
+    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        let out = Command::new(env!("CARGO_BIN_EXE_turn"))
+            .arg("--sandbox-check")
+            .current_dir(env!("CARGO_TARGET_TMPDIR"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.contains("namespaces (") && l.ends_with("active"))
+    })
+}
+
+/// Ends a test that needs namespaces where there are none, saying it was skipped.
+macro_rules! require_namespaces {
+    () => {
+        if !namespaces_here() {
+            println!("skipped: commands cannot get namespaces here (see turn --sandbox-check)");
+            return;
+        }
+    };
 }
