@@ -32,9 +32,11 @@ SET_TITLES = {"dev": "development set (live/tasks/, turn is tuned on it)",
 STORE = os.path.join(LIVE, "results")
 RESULTS_MD = os.path.join(LIVE, "RESULTS.md")
 README = os.path.join(livelib.ROOT, "README.md")
-AGENT_ORDER = ["turn", "aider-whole", "mini-tool", "mini-text"]
+AGENT_ORDER = ["turn", "turn-text", "turn-native", "aider-whole", "mini-tool", "mini-text"]
 AGENT_TITLES = {
     "turn": "turn",
+    "turn-text": "turn (`--tool-protocol text`)",
+    "turn-native": "turn (`--tool-protocol native`)",
     "aider-whole": "aider (whole)",
     "mini-tool": "mini-swe-agent (tool calls)",
     "mini-text": "mini-swe-agent (text)",
@@ -389,16 +391,15 @@ def render():
     head = ("# Live results\n\nWritten by `make live` and `make live-peers` (live/suite, live/peers, rendered "
             "by live/results.py from the raw results in live/results/); README.md shows the summary. "
             "What the numbers mean: live/README.md.\n\n")
-    with open(RESULTS_MD, "w") as f:
-        f.write(head + "## Summary\n\n" + summary + "\n" + details(best))
+    # Atomic writes: live/suite and live/peers may render at the same time.
+    livelib.atomic_write(RESULTS_MD, head + "## Summary\n\n" + summary + "\n" + details(best))
     with open(README) as f:
         readme = f.read()
     start, end = "<!-- live-results:start -->\n", "<!-- live-results:end -->"
     if start in readme and end in readme:
         before, rest = readme.split(start, 1)
         _, after = rest.split(end, 1)
-        with open(README, "w") as f:
-            f.write(before + start + summary + end + after)
+        livelib.atomic_write(README, before + start + summary + end + after)
 
 
 if __name__ == "__main__":
