@@ -11,7 +11,9 @@
 
 use super::ignore::{self, Rules};
 use super::manifest::{Entry, Kind, Tree};
+use super::watch::Watcher;
 use crate::sandbox::fsafe::Dir;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::io::{self, Read};
@@ -66,7 +68,7 @@ pub struct Scan {
 }
 
 /// What the walk needs besides the tree it fills.
-struct Walk {
+struct Walk<'a> {
     /// The workspace's filesystem: another one is a mount point, left out.
     dev: (u32, u32),
     /// The checkpoint store, when it is inside the workspace.
@@ -76,28 +78,88 @@ struct Walk {
     /// In walk order; the tree is built from them at the end, at once.
     entries: Vec<(String, Entry)>,
     unnamed: usize,
+    /// Watches every directory the walk lists anew, and says which ones it may trust.
+    watcher: Option<&'a mut Watcher>,
+    partial: Option<Partial<'a>>,
+    /// The directories not trusted, and those on the way to them: walked again.
+    needed: HashSet<String>,
+    /// Where directories are read (`list`).
+    buf: Vec<u8>,
+    /// Inodes of files seen with more than one hard link, and how many names the walk stat'ed.
+    linked: HashMap<u64, usize>,
+}
+
+/// A scan after an earlier one in this process: the tree it found, and the directories the
+/// watcher says changed since (`watch::Changed::Dirs`). Other directories, trusted by the
+/// watcher, keep their entries without a `statx`.
+pub struct Partial<'a> {
+    pub old: &'a Tree,
+    pub dirty: &'a HashSet<String>,
 }
 
 /// Every tracked entry beneath `workspace` (see `ignore`). More than `max_files` entries is
-/// an error: checkpoints of such a tree would cost more than they are worth.
-pub fn scan(workspace: &Path, skip: Option<&Path>, max_files: usize) -> io::Result<Scan> {
+/// an error: checkpoints of such a tree would cost more than they are worth. With a watcher,
+/// every directory listed is watched first; with `partial` too, only the directories it
+/// cannot trust are listed and stat'ed.
+pub fn scan(
+    workspace: &Path,
+    skip: Option<&Path>,
+    max_files: usize,
+    mut watcher: Option<&mut Watcher>,
+    partial: Option<Partial>,
+) -> io::Result<Scan> {
     let path = CString::new(workspace.as_os_str().as_bytes())?;
     // SAFETY: a valid C string.
     let root = fd(unsafe { openat(-100, path.as_ptr(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) })?;
     let top = statx(&root, c".")?;
-    let skip = match skip.map(std::fs::metadata) {
+    let skip_id = match skip.map(std::fs::metadata) {
         Some(Ok(meta)) => Some((major(meta.dev()), minor(meta.dev()), meta.ino())),
         _ => None,
     };
+    let partial = partial.filter(|_| watcher.as_ref().is_some_and(|w| w.knows("", top.ino)));
+    let again = partial.is_some();
+    let fresh = partial.is_none();
+    let mut needed = HashSet::new();
+    if let (Some(p), Some(w)) = (&partial, &watcher) {
+        for dir in p.dirty.iter().chain(&w.linked) {
+            let mut dir = dir.as_str();
+            while needed.insert(dir.to_string()) && !dir.is_empty() {
+                dir = dir.rfind('/').map_or("", |i| &dir[..i]);
+            }
+        }
+    }
+    if let Some(w) = watcher.as_deref_mut().filter(|_| fresh) {
+        w.add(&root, "", top.ino);
+    }
     let mut walk = Walk {
         dev: (top.dev_major, top.dev_minor),
-        skip,
+        skip: skip_id,
         max_files,
         rules: Vec::new(),
         entries: Vec::new(),
         unnamed: 0,
+        watcher,
+        partial,
+        needed,
+        buf: vec![0; 32 * 1024],
+        linked: HashMap::new(),
     };
-    walk.dir(&root, "")?;
+    walk.again(&root, "", fresh)?;
+    // A file with another name kept without a statx may have changed through the name that
+    // was stat'ed (a hard link made during the turn is told to its own directory only).
+    if again && !walk.linked.is_empty() {
+        let kept = walk
+            .entries
+            .iter()
+            .filter(|(_, e)| walk.linked.contains_key(&e.ino));
+        let mut named: HashMap<u64, usize> = HashMap::new();
+        for (_, e) in kept {
+            *named.entry(e.ino).or_default() += 1;
+        }
+        if named.iter().any(|(ino, n)| walk.linked.get(ino) < Some(n)) {
+            return scan(workspace, skip, max_files, walk.watcher, None);
+        }
+    }
     Ok(Scan {
         tree: walk.entries.into_iter().collect(),
         unnamed: walk.unnamed,
@@ -112,27 +174,114 @@ fn minor(dev: u64) -> u32 {
     (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32
 }
 
-impl Walk {
-    fn dir(&mut self, dir: &OwnedFd, base: &str) -> io::Result<()> {
-        let names = list(dir)?;
+impl Walk<'_> {
+    /// The directory `dir` at `base`, its `names` listed; `fresh`: nothing in it is trusted.
+    fn dir(&mut self, dir: &OwnedFd, base: &str, names: &Names, fresh: bool) -> io::Result<()> {
         let pushed = match names.any(|n| n.to_bytes() == b".gitignore") {
-            true => match read_small(dir, c".gitignore") {
-                Some(text) => {
-                    self.rules.push(Rules::parse(base, &text));
-                    true
-                }
-                None => false,
-            },
+            true => read_small(dir, c".gitignore")
+                .map(|text| self.rules.push(Rules::parse(base, &text)))
+                .is_some(),
             false => false,
         };
-        let result = self.entries(dir, base, &names);
+        let result = self.entries(dir, base, names, fresh);
         if pushed {
             self.rules.pop();
         }
         result
     }
 
-    fn entries(&mut self, dir: &OwnedFd, base: &str, names: &Names) -> io::Result<()> {
+    /// The directory `dir` at `base`, as the last scan found it unless it is `fresh` or not
+    /// trusted; `dir`'s own entry is its parent's business.
+    fn again(&mut self, dir: &OwnedFd, base: &str, fresh: bool) -> io::Result<()> {
+        if !fresh && self.trusted(base) {
+            return self.kept(dir, base);
+        }
+        let names = list(dir, &mut self.buf)?;
+        self.dir(dir, base, &names, fresh)
+    }
+
+    /// A directory the watcher trusts: its entries as the last scan found them, with no
+    /// listing and no `statx`; only the directories on the way to one it does not trust are
+    /// opened (with the `.gitignore` rules on that way).
+    fn kept(&mut self, dir: &OwnedFd, base: &str) -> io::Result<()> {
+        let Some(old) = self.partial.as_ref().map(|p| p.old) else {
+            return Ok(());
+        };
+        let prefix = match base {
+            "" => String::new(),
+            _ => format!("{base}/"),
+        };
+        let mut below: Vec<&String> = Vec::new();
+        let subtree = old
+            .range::<String, _>(&prefix..)
+            .take_while(|(p, _)| p.starts_with(&prefix));
+        for (path, entry) in subtree {
+            let under = |dir: &&String| {
+                path.len() > dir.len()
+                    && path.starts_with(dir.as_str())
+                    && path.as_bytes()[dir.len()] == b'/'
+            };
+            if below.iter().any(under) {
+                continue;
+            }
+            if self.entries.len() >= self.max_files {
+                return Err(too_many(self.max_files));
+            }
+            self.entries.push((path.clone(), entry.clone()));
+            if entry.kind == Kind::Dir && self.needed.contains(path) {
+                below.push(path);
+            }
+        }
+        if below.is_empty() {
+            return Ok(());
+        }
+        let gitignore = format!("{prefix}.gitignore");
+        let pushed = match old.get(&gitignore).is_some_and(|e| e.kind == Kind::File) {
+            true => read_small(dir, c".gitignore")
+                .map(|text| self.rules.push(Rules::parse(base, &text)))
+                .is_some(),
+            false => false,
+        };
+        let mut result = Ok(());
+        for path in below {
+            let Ok(name) = CString::new(&path[prefix.len()..]) else {
+                continue;
+            };
+            // SAFETY: a valid C string and an open descriptor.
+            let Ok(sub) = fd(unsafe {
+                openat(
+                    dir.as_raw_fd(),
+                    name.as_ptr(),
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                )
+            }) else {
+                continue;
+            };
+            result = self.again(&sub, path, false);
+            if result.is_err() {
+                break;
+            }
+        }
+        if pushed {
+            self.rules.pop();
+        }
+        result
+    }
+
+    /// Whether the directory `base` is as the last scan left it, by the watcher's word.
+    fn trusted(&self, base: &str) -> bool {
+        match (&self.partial, &self.watcher) {
+            (Some(p), Some(w)) => {
+                w.healthy() && !p.dirty.contains(base) && !w.linked.contains(base)
+            }
+            _ => false,
+        }
+    }
+
+    fn entries(&mut self, dir: &OwnedFd, base: &str, names: &Names, fresh: bool) -> io::Result<()> {
+        if let Some(w) = self.watcher.as_deref_mut() {
+            w.linked.remove(base);
+        }
         // In name order: the walk then comes nearly in path order, and the tree is built from
         // it with little sorting.
         let mut sorted: Vec<&CStr> = names.iter().collect();
@@ -145,6 +294,10 @@ impl Walk {
             if ignore::always(text) {
                 continue;
             }
+            let rel = match base {
+                "" => text.to_string(),
+                _ => format!("{base}/{text}"),
+            };
             let Ok(st) = statx(dir, name) else { continue };
             let kind = match st.mode & S_IFMT {
                 S_IFREG => Kind::File,
@@ -152,18 +305,20 @@ impl Walk {
                 S_IFDIR => Kind::Dir,
                 _ => continue, // FIFOs, sockets, devices: not files to restore
             };
-            let rel = match base {
-                "" => text.to_string(),
-                _ => format!("{base}/{text}"),
-            };
             if ignore::ignored(&self.rules, &rel, kind == Kind::Dir) {
                 continue;
             }
-            if self.entries.len() >= self.max_files {
-                return Err(io::Error::other(format!(
-                    "the workspace has more than {} files to track (TURN_CHECKPOINT_MAX_FILES)",
-                    self.max_files
-                )));
+            if kind == Kind::Dir
+                && ((st.dev_major, st.dev_minor) != self.dev
+                    || self.skip == Some((st.dev_major, st.dev_minor, st.ino)))
+            {
+                continue;
+            }
+            if kind == Kind::File && st.nlink > 1 {
+                *self.linked.entry(st.ino).or_default() += 1;
+                if let Some(w) = self.watcher.as_deref_mut() {
+                    w.linked.insert(base.to_string());
+                }
             }
             let mut entry = Entry {
                 kind,
@@ -175,7 +330,13 @@ impl Walk {
                 blob: None,
                 target: None,
             };
-            match kind {
+            // A directory not known by this inode was made or swapped in since.
+            let fresh_below =
+                fresh || !self.watcher.as_ref().is_some_and(|w| w.knows(&rel, st.ino));
+            if self.entries.len() >= self.max_files {
+                return Err(too_many(self.max_files));
+            }
+            match entry.kind {
                 Kind::File => {}
                 Kind::Link => match link_target(dir, name) {
                     Some(target) => entry.target = Some(target),
@@ -185,11 +346,6 @@ impl Walk {
                     }
                 },
                 Kind::Dir => {
-                    if (st.dev_major, st.dev_minor) != self.dev
-                        || self.skip == Some((st.dev_major, st.dev_minor, st.ino))
-                    {
-                        continue;
-                    }
                     // SAFETY: a valid C string and an open descriptor; O_NOFOLLOW: a
                     // directory swapped for a symlink since the statx is refused.
                     let Ok(sub) = fd(unsafe {
@@ -201,24 +357,29 @@ impl Walk {
                     }) else {
                         continue;
                     };
+                    if let Some(w) = self.watcher.as_deref_mut().filter(|_| fresh_below) {
+                        w.add(&sub, &rel, st.ino);
+                    }
+                    let was_dir = self.partial.as_ref().and_then(|p| p.old.get(&rel));
+                    if !fresh_below
+                        && was_dir.is_some_and(|e| e.kind == Kind::Dir)
+                        && self.trusted(&rel)
+                    {
+                        (entry.size, entry.mtime, entry.ctime, entry.ino) = (0, 0, 0, 0);
+                        self.entries.push((rel.clone(), entry));
+                        self.kept(&sub, &rel)?;
+                        continue;
+                    }
                     // A directory turn may not read is not tracked (nor restored).
-                    let Ok(names) = list(&sub) else { continue };
+                    let Ok(names) = list(&sub, &mut self.buf) else {
+                        continue;
+                    };
                     if names.any(|n| ignore::MARKERS.iter().any(|m| n.to_bytes() == m.as_bytes())) {
                         continue;
                     }
                     (entry.size, entry.mtime, entry.ctime, entry.ino) = (0, 0, 0, 0);
                     self.entries.push((rel.clone(), entry));
-                    let pushed = match names.any(|n| n.to_bytes() == b".gitignore") {
-                        true => read_small(&sub, c".gitignore")
-                            .map(|text| self.rules.push(Rules::parse(&rel, &text)))
-                            .is_some(),
-                        false => false,
-                    };
-                    let result = self.entries(&sub, &rel, &names);
-                    if pushed {
-                        self.rules.pop();
-                    }
-                    result?;
+                    self.dir(&sub, &rel, &names, fresh_below)?;
                     continue;
                 }
             }
@@ -226,6 +387,12 @@ impl Walk {
         }
         Ok(())
     }
+}
+
+fn too_many(max_files: usize) -> io::Error {
+    io::Error::other(format!(
+        "the workspace has more than {max_files} files to track (TURN_CHECKPOINT_MAX_FILES)"
+    ))
 }
 
 fn fd(result: c_int) -> io::Result<OwnedFd> {
@@ -251,10 +418,10 @@ impl Names {
     }
 }
 
-/// The names in a directory but `.` and `..`.
-fn list(dir: &OwnedFd) -> io::Result<Names> {
+/// The names in a directory but `.` and `..`, read through `buf` (one for a whole walk: a
+/// fresh one each time costs its page faults).
+fn list(dir: &OwnedFd, buf: &mut [u8]) -> io::Result<Names> {
     let mut names = Vec::new();
-    let mut buf = vec![0u8; 32 * 1024];
     loop {
         // SAFETY: buf is writable for its length; the descriptor is an open directory.
         let n = unsafe {
@@ -286,6 +453,7 @@ fn list(dir: &OwnedFd) -> io::Result<Names> {
 
 struct Stat {
     mode: u32,
+    nlink: u32,
     ino: u64,
     size: u64,
     mtime: i64,
@@ -317,6 +485,7 @@ fn statx(dir: &OwnedFd, name: &CStr) -> io::Result<Stat> {
     let time_at = |at: usize| (u64_at(at) as i64) * 1_000_000_000 + i64::from(u32_at(at + 8));
     Ok(Stat {
         mode: u32::from(u16::from_ne_bytes([bytes[28], bytes[29]])),
+        nlink: u32_at(16),
         ino: u64_at(32),
         size: u64_at(40),
         ctime: time_at(96),
@@ -536,4 +705,115 @@ pub fn entry_now(root: &Dir, rel: &str) -> io::Result<Entry> {
         (entry.size, entry.mtime, entry.ctime, entry.ino) = (0, 0, 0, 0);
     }
     Ok(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::watch::{Changed, Watcher};
+    use super::*;
+    use std::fs;
+    use std::path::PathBuf;
+
+    fn workspace(name: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("turn-scan-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        for dir in ["a", "b/sub"] {
+            fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        for (file, text) in [("a/x", "x"), ("a/y", "y"), ("b/z", "z"), ("b/sub/w", "w")] {
+            fs::write(root.join(file), text).unwrap();
+        }
+        root
+    }
+
+    fn dirty(watcher: &mut Watcher) -> HashSet<String> {
+        match watcher.changed() {
+            Changed::Dirs(dirs) => dirs,
+            Changed::All => panic!("the watcher lost track"),
+        }
+    }
+
+    /// The first scan with the watcher, then `change`, then a scan again: the tree found, with
+    /// every entry of the first scan marked (mtime 42), so that an entry kept without a statx
+    /// shows as marked.
+    fn again(root: &Path, change: impl FnOnce()) -> Tree {
+        let mut watcher = Watcher::new().expect("inotify");
+        let mut old = scan(root, None, 1000, Some(&mut watcher), None)
+            .unwrap()
+            .tree;
+        for entry in old.values_mut().filter(|e| e.kind != Kind::Dir) {
+            entry.mtime = 42;
+        }
+        change();
+        let dirs = dirty(&mut watcher);
+        let partial = Partial {
+            old: &old,
+            dirty: &dirs,
+        };
+        let tree = scan(root, None, 1000, Some(&mut watcher), Some(partial))
+            .unwrap()
+            .tree;
+        fs::remove_dir_all(root).unwrap();
+        tree
+    }
+
+    fn marked(tree: &Tree, path: &str) -> bool {
+        tree.get(path)
+            .unwrap_or_else(|| panic!("{path} not found"))
+            .mtime
+            == 42
+    }
+
+    #[test]
+    fn a_scan_again_stats_only_the_directories_that_changed() {
+        let root = workspace("changed");
+        let tree = again(&root, || {
+            fs::write(root.join("b/z"), "changed").unwrap();
+            fs::write(root.join("b/sub/new"), "new").unwrap();
+        });
+        assert!(marked(&tree, "a/x") && marked(&tree, "a/y"));
+        assert!(!marked(&tree, "b/z") && tree["b/z"].size == 7 && !marked(&tree, "b/sub/w"));
+        assert!(tree.contains_key("b/sub/new"));
+        assert_eq!(tree.len(), 8);
+    }
+
+    #[test]
+    fn an_unchanged_tree_is_kept_whole_and_a_mode_change_is_seen() {
+        let root = workspace("unchanged");
+        let tree = again(&root, || {});
+        assert!(["a/x", "a/y", "b/z", "b/sub/w"]
+            .iter()
+            .all(|p| marked(&tree, p)));
+        let root = workspace("mode");
+        let tree = again(&root, || {
+            fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o700)).unwrap();
+        });
+        assert_eq!(tree["a"].mode, 0o700);
+    }
+
+    #[test]
+    fn a_renamed_or_replaced_directory_is_scanned_whole() {
+        let root = workspace("renamed");
+        let tree = again(&root, || {
+            fs::rename(root.join("a"), root.join("c")).unwrap();
+            fs::rename(root.join("b/sub"), root.join("b/old")).unwrap();
+            fs::create_dir(root.join("b/sub")).unwrap();
+            fs::write(root.join("b/sub/w"), "other").unwrap();
+        });
+        assert!(!tree.contains_key("a/x") && !marked(&tree, "c/x") && !marked(&tree, "c/y"));
+        assert!(!marked(&tree, "b/sub/w") && tree["b/sub/w"].size == 5);
+        assert!(!marked(&tree, "b/old/w"));
+    }
+
+    #[test]
+    fn a_hard_link_made_during_the_turn_makes_the_scan_full() {
+        let root = workspace("linked");
+        let tree = again(&root, || {
+            fs::hard_link(root.join("a/x"), root.join("b/x")).unwrap();
+            fs::write(root.join("b/x"), "through the other name").unwrap();
+        });
+        // a/x is trusted by its directory's watch, but b/x is the same file: both are new.
+        assert!(!marked(&tree, "a/x") && tree["a/x"].size == 22);
+        assert!(!marked(&tree, "a/y"));
+    }
 }

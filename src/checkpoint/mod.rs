@@ -23,6 +23,7 @@
 mod fs;
 mod ignore;
 mod manifest;
+mod watch;
 
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
@@ -158,6 +159,11 @@ struct Store {
     stored: u64,
     tree: Tree,
     next_blob: u64,
+    /// Watches the directories scanned, so that a scan after the first in this process lists
+    /// only what changed; None where inotify is not to be had (every scan is then full).
+    watcher: Option<watch::Watcher>,
+    /// `tree` is what a scan of this process found, with the watcher healthy since.
+    watched: bool,
 }
 
 impl Store {
@@ -182,6 +188,8 @@ impl Store {
             stored: 0,
             tree: Tree::new(),
             next_blob: now_ns() as u64,
+            watcher: None,
+            watched: false,
             dir,
         })
     }
@@ -209,7 +217,32 @@ impl Store {
         let started = now_ns();
         // All of turn's state is left out, when it is inside the workspace (HOME as workspace).
         let skip = crate::state::dir().unwrap_or_else(|| self.dir.clone());
-        let scan = fs::scan(&self.workspace, Some(&skip), self.limits.max_files)?;
+        // After a scan of this process, the watcher says which directories to list again;
+        // else (the first scan, lost events) all of them, each watched anew.
+        let changed = match (self.watched, self.watcher.as_mut()) {
+            (true, Some(watcher)) => watcher.changed(),
+            _ => watch::Changed::All,
+        };
+        let dirty = match changed {
+            watch::Changed::Dirs(dirty) => Some(dirty),
+            watch::Changed::All => {
+                self.watcher = watch::Watcher::new();
+                None
+            }
+        };
+        let partial = dirty.as_ref().map(|dirty| fs::Partial {
+            old: &self.tree,
+            dirty,
+        });
+        self.watched = false;
+        let scan = fs::scan(
+            &self.workspace,
+            Some(&skip),
+            self.limits.max_files,
+            self.watcher.as_mut(),
+            partial,
+        )?;
+        self.watched = self.watcher.as_ref().is_some_and(|w| w.healthy());
         let mut tree = scan.tree;
         let mut notices = Vec::new();
         let mut too_big = Vec::new();
