@@ -13,7 +13,7 @@ use super::ignore::{self, Rules};
 use super::manifest::{Entry, Kind, Tree};
 use super::watch::Watcher;
 use crate::sandbox::fsafe::Dir;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::io::{self, Read};
@@ -85,8 +85,8 @@ struct Walk<'a> {
     needed: HashSet<String>,
     /// Where directories are read (`list`).
     buf: Vec<u8>,
-    /// Inodes of files seen with more than one hard link, and how many names the walk stat'ed.
-    linked: HashMap<u64, usize>,
+    /// The inode of each name stat'ed that is a file with more than one hard link.
+    linked: Vec<u64>,
 }
 
 /// A scan after an earlier one in this process: the tree it found, and the directories the
@@ -142,21 +142,16 @@ pub fn scan(
         partial,
         needed,
         buf: vec![0; 32 * 1024],
-        linked: HashMap::new(),
+        linked: Vec::new(),
     };
     walk.again(&root, "", fresh)?;
     // A file with another name kept without a statx may have changed through the name that
     // was stat'ed (a hard link made during the turn is told to its own directory only).
     if again && !walk.linked.is_empty() {
-        let kept = walk
-            .entries
-            .iter()
-            .filter(|(_, e)| walk.linked.contains_key(&e.ino));
-        let mut named: HashMap<u64, usize> = HashMap::new();
-        for (_, e) in kept {
-            *named.entry(e.ino).or_default() += 1;
-        }
-        if named.iter().any(|(ino, n)| walk.linked.get(ino) < Some(n)) {
+        walk.linked.sort_unstable();
+        let named = walk.entries.iter();
+        let named = named.filter(|(_, e)| walk.linked.binary_search(&e.ino).is_ok());
+        if named.count() > walk.linked.len() {
             return scan(workspace, skip, max_files, walk.watcher, None);
         }
     }
@@ -315,7 +310,7 @@ impl Walk<'_> {
                 continue;
             }
             if kind == Kind::File && st.nlink > 1 {
-                *self.linked.entry(st.ino).or_default() += 1;
+                self.linked.push(st.ino);
                 if let Some(w) = self.watcher.as_deref_mut() {
                     w.linked.insert(base.to_string());
                 }

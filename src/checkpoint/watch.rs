@@ -13,7 +13,7 @@
 //! mtime shows at the next full scan, which treats it as a change between turns).
 
 use super::ignore;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Read};
@@ -53,11 +53,12 @@ const MASK: u32 = IN_MODIFY
 /// The directories a scan may trust, and the watches that tell.
 pub struct Watcher {
     events: File,
-    /// Watch descriptor → the directory (relative path, "" for the workspace) it was added as.
-    dirs: HashMap<c_int, String>,
-    /// Directory → its inode when its watch was added: a directory found under the same name
-    /// with another inode was replaced, and nothing beneath it is trusted.
-    inodes: HashMap<String, u64>,
+    /// By watch descriptor: the directory (relative path, "" for the workspace) it was added
+    /// as, and its inode then.
+    dirs: Vec<Option<(String, u64)>>,
+    /// Each watched directory as `"INODE PATH"`: a directory found under the same name with
+    /// another inode was replaced, and nothing beneath it is trusted.
+    inodes: HashSet<String>,
     /// Directories holding a file with more than one hard link: always listed again.
     pub linked: HashSet<String>,
     /// A watch could not be added, or events were lost: the next scan must be a full one.
@@ -80,8 +81,8 @@ impl Watcher {
         (fd >= 0).then(|| Watcher {
             // SAFETY: the kernel just returned this descriptor, and nothing else owns it.
             events: File::from(unsafe { OwnedFd::from_raw_fd(fd) }),
-            dirs: HashMap::new(),
-            inodes: HashMap::new(),
+            dirs: Vec::new(),
+            inodes: HashSet::new(),
             linked: HashSet::new(),
             broken: false,
         })
@@ -94,7 +95,7 @@ impl Watcher {
 
     /// The directory `rel` was last watched with inode `ino`.
     pub fn knows(&self, rel: &str, ino: u64) -> bool {
-        self.inodes.get(rel) == Some(&ino)
+        self.inodes.contains(&format!("{ino} {rel}"))
     }
 
     /// Watches the open directory `dir`, found at `rel` with inode `ino`; it is named through
@@ -112,14 +113,16 @@ impl Watcher {
             self.broken = true;
             return;
         }
-        // The same directory again (moved within the workspace): its watch is the same one,
-        // and the name it had is no longer known by it.
-        if let Some(was) = self.dirs.insert(wd, rel.to_string()) {
-            if was != rel {
-                self.inodes.remove(&was);
-            }
+        // The same directory again (moved within the workspace) has the same watch, and the
+        // name it had is no longer known by it.
+        let at = wd as usize;
+        if self.dirs.len() <= at {
+            self.dirs.resize(at + 1, None);
         }
-        self.inodes.insert(rel.to_string(), ino);
+        if let Some((was, ino)) = self.dirs[at].replace((rel.to_string(), ino)) {
+            self.inodes.remove(&format!("{ino} {was}"));
+        }
+        self.inodes.insert(format!("{ino} {rel}"));
     }
 
     /// What the events since the last call say changed. Reading them takes them.
@@ -158,7 +161,7 @@ impl Watcher {
             self.broken = true;
             return;
         }
-        let Some(rel) = self.dirs.get(&wd) else {
+        let Some(Some((rel, ino))) = self.dirs.get(wd as usize) else {
             return;
         };
         dirty.insert(rel.clone());
@@ -167,9 +170,8 @@ impl Watcher {
             dirty.insert(parent(rel).to_string());
         }
         if mask & IN_IGNORED != 0 {
-            if let Some(rel) = self.dirs.remove(&wd) {
-                self.inodes.remove(&rel);
-            }
+            self.inodes.remove(&format!("{ino} {rel}"));
+            self.dirs[wd as usize] = None;
         }
     }
 }
@@ -216,10 +218,9 @@ mod tests {
 
     fn watcher() -> Watcher {
         let mut w = Watcher::new().expect("inotify");
-        w.dirs.insert(1, String::new());
-        w.dirs.insert(2, "src".into());
-        w.dirs.insert(3, "src/deep".into());
-        w.inodes.insert("src/deep".into(), 7);
+        w.dirs = vec![None, Some((String::new(), 1)), Some(("src".into(), 2))];
+        w.dirs.push(Some(("src/deep".into(), 7)));
+        w.inodes.insert("7 src/deep".into());
         w
     }
 
@@ -268,7 +269,7 @@ mod tests {
             &[event(3, IN_DELETE_SELF, ""), event(3, IN_IGNORED, "")],
         );
         assert_eq!(got, Some(vec!["src".to_string(), "src/deep".to_string()]));
-        assert!(!w.dirs.contains_key(&3) && !w.knows("src/deep", 7));
+        assert!(w.dirs[3].is_none() && !w.knows("src/deep", 7));
         assert_eq!(
             dirty_after(&mut w, &[event(3, IN_MODIFY, "x")]),
             Some(vec![])
