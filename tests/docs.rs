@@ -24,6 +24,7 @@ const FOREIGN: &[&str] = &[
     "--host",
     "--port",
     "--no-default-features",
+    "--no-eh-frame-hdr",
     "--enable-auto-tool-choice",
     "--tool-call-parser",
     "--ignore-missing",

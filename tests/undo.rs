@@ -454,3 +454,43 @@ fn edits_between_turns_are_not_the_next_turns_change() {
     assert_has(&refused.stderr, "f.txt (changed since)");
     assert_eq!(ws.read("f.txt"), "1\n2\nuser\n");
 }
+
+#[test]
+fn one_turn_at_a_time_holds_a_workspace_store() {
+    let ws = Workspace::new();
+    let state = state_dir();
+    ws.write("a.txt", "a\n");
+    let mock = Mock::start(vec![bash("echo b >> a.txt"), Reply::Text("Done.")]);
+    go_in(&ws, &mock, &state.dir, &["append"]).expect(0);
+    // Another turn in this workspace holds the store's lock (as a running turn does).
+    let stores = state.dir.join("turn/checkpoints");
+    let store = std::fs::read_dir(&stores)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let held = std::fs::File::open(store.join("lock")).unwrap();
+    held.try_lock().unwrap();
+    let undo = go_in(&ws, &idle(), &state.dir, &["--undo"]).expect(1);
+    assert_has(
+        &undo.stderr,
+        "another turn in this workspace is using its checkpoints",
+    );
+    assert_eq!(ws.read("a.txt"), "a\nb\n");
+    let list = go_in(&ws, &idle(), &state.dir, &["--checkpoints"]).expect(0);
+    assert_has(&list.stdout, "append");
+    let mock = Mock::start(vec![bash("echo c >> a.txt"), Reply::Text("Done.")]);
+    let second = go_in(&ws, &mock, &state.dir, &["append"]).expect(0);
+    assert_has(&second.stderr, "checkpoints are off (no undo)");
+    let pruned = go_in(&ws, &idle(), &state.dir, &["--prune-checkpoints"]).expect(0);
+    assert_has(&pruned.stdout, "a turn is using it");
+    // Let go: the second turn recorded nothing, and its change is a change since the first
+    // turn, which a restore to before that turn stops on.
+    drop(held);
+    let nothing = go_in(&ws, &idle(), &state.dir, &["--undo"]).expect(0);
+    assert_has(&nothing.stdout, "nothing to undo");
+    let refused = go_in(&ws, &idle(), &state.dir, &["--restore", "1"]).expect(1);
+    assert_has(&refused.stderr, "a.txt (changed since)");
+    assert_eq!(ws.read("a.txt"), "a\nb\nc\n");
+}

@@ -164,10 +164,37 @@ struct Store {
     watcher: Option<watch::Watcher>,
     /// `tree` is what a scan of this process found, with the watcher healthy since.
     watched: bool,
+    /// Held (`flock`) while the store is open: one turn at a time changes it.
+    _lock: Option<std::fs::File>,
+}
+
+extern "C" {
+    fn flock(fd: std::os::raw::c_int, operation: std::os::raw::c_int) -> std::os::raw::c_int;
+}
+
+/// The store's lock, taken without waiting: another turn (or undo) working in the same
+/// workspace holds it until it ends.
+fn lock(dir: &Path) -> io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    const LOCK_EX: std::os::raw::c_int = 2;
+    const LOCK_NB: std::os::raw::c_int = 4;
+    let file = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join("lock"))?;
+    // SAFETY: an open descriptor; no pointers.
+    match unsafe { flock(file.as_raw_fd(), LOCK_EX | LOCK_NB) } {
+        0 => Ok(file),
+        _ => Err(io::Error::other(
+            "another turn in this workspace is using its checkpoints (one at a time)",
+        )),
+    }
 }
 
 impl Store {
-    fn open(workspace: &Path) -> io::Result<Store> {
+    /// The store of `workspace`, made if new; `exclusive`: locked for this process (anything
+    /// that may change it), else only read.
+    fn open(workspace: &Path, exclusive: bool) -> io::Result<Store> {
         use std::os::unix::fs::DirBuilderExt;
         let dir = store_dir(workspace)
             .ok_or_else(|| io::Error::other("neither XDG_STATE_HOME nor HOME is set"))?;
@@ -175,6 +202,10 @@ impl Store {
             .recursive(true)
             .mode(0o700)
             .create(dir.join("blobs"))?;
+        let lock = match exclusive {
+            true => Some(lock(&dir)?),
+            false => None,
+        };
         let marker = dir.join("workspace");
         if !marker.exists() {
             std::fs::write(&marker, workspace.as_os_str().as_encoded_bytes())?;
@@ -190,6 +221,7 @@ impl Store {
             next_blob: now_ns() as u64,
             watcher: None,
             watched: false,
+            _lock: lock,
             dir,
         })
     }
@@ -509,6 +541,8 @@ fn files(changes: &[Change]) -> Vec<(String, &'static str)> {
 /// What the turn hooks keep between a turn's start and its end.
 pub struct Keeper {
     store: Option<Store>,
+    /// Checkpoints are on for this run (the store may still be closed, or held by another).
+    on: bool,
     /// A turn started and has run no call that may change files yet: none is recorded.
     armed: bool,
     /// The index holds the workspace as this turn found it (its own tree is not copied: the
@@ -540,7 +574,7 @@ impl Keeper {
         let off = off || std::env::var("TURN_CHECKPOINTS").is_ok_and(|v| v.trim() == "off");
         let store = match off {
             true => None,
-            false => match Store::open(workspace) {
+            false => match Store::open(workspace, true) {
                 Ok(store) => Some(store),
                 Err(e) => {
                     let notice = format!("checkpoints are off (no undo): {e}");
@@ -551,15 +585,21 @@ impl Keeper {
         };
         Keeper {
             store,
+            on: !off,
             armed: false,
             recorded: false,
         }
     }
 
+    /// Lets go of the store, and its lock, so that an undo in this process can take it.
+    pub fn close(&mut self) {
+        self.store = None;
+    }
+
     /// The store as another command left it (after the REPL's /undo).
     pub fn reload(&mut self, workspace: &Path) {
-        if self.store.is_some() {
-            self.store = Store::open(workspace).ok();
+        if self.on {
+            self.store = Store::open(workspace, true).ok();
         }
     }
 
@@ -730,7 +770,7 @@ pub fn undo(
             note: None,
         });
     }
-    let mut store = Store::open(workspace).map_err(failed)?;
+    let mut store = Store::open(workspace, true).map_err(failed)?;
     let records = store.log().map_err(failed)?;
     let session = session.map(absolute);
     let (chosen, kind, what): (Vec<&Record>, &str, String) = match action {
@@ -866,7 +906,7 @@ pub fn list(workspace: &Path) -> Result<String> {
     if !dir.join("log.jsonl").exists() {
         return Ok(format!("no checkpoints for {}\n", workspace.display()));
     }
-    let mut store = Store::open(workspace).map_err(failed)?;
+    let mut store = Store::open(workspace, false).map_err(failed)?;
     store.load();
     let records = store.log().map_err(failed)?;
     let undone = undone(&records);
@@ -932,6 +972,7 @@ pub fn prune(workspace: &Path) -> Result<String> {
     let mine = store_dir(workspace);
     let mut freed = 0u64;
     let mut stores = 0;
+    let mut busy = Vec::new();
     for entry in std::fs::read_dir(state.join("checkpoints"))
         .into_iter()
         .flatten()
@@ -943,16 +984,25 @@ pub fn prune(workspace: &Path) -> Result<String> {
         if Some(&dir) != mine.as_ref() && !gone {
             continue;
         }
+        // A store a turn is using now stays.
+        let Ok(_held) = lock(&dir) else {
+            busy.push(dir.display().to_string());
+            continue;
+        };
         freed += du(&dir);
         std::fs::remove_dir_all(&dir)
             .map_err(|e| Error::Undo(format!("cannot remove {}: {e}", dir.display())))?;
         stores += 1;
     }
-    Ok(format!(
+    let mut out = format!(
         "pruned {stores} checkpoint store{}: {} freed\n",
         if stores == 1 { "" } else { "s" },
         size(freed)
-    ))
+    );
+    for dir in busy {
+        out.push_str(&format!("kept {dir}: a turn is using it\n"));
+    }
+    Ok(out)
 }
 
 /// The bytes of the files beneath `dir`.

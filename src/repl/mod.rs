@@ -197,6 +197,7 @@ fn undo(
 ) {
     let session = recorder.path().map(Path::to_path_buf);
     let action = checkpoint::Action::Undo;
+    checkpoints.close();
     match checkpoint::undo(
         setup.workspace,
         &action,
