@@ -232,6 +232,7 @@ def totals(rows):
         "seconds": sum(r.get("seconds", 0) for r in rows),
         "timeouts": sum(1 for r in rows if timed_out(r)),
         "prompt_tps": median([r.get("prompt_tps") for r in rows]),
+        "first_prompt": median([r.get("first_prompt") or None for r in rows]),
         "gen_tps": median([r.get("gen_tps") for r in rows]),
     }
 
@@ -272,9 +273,9 @@ def summary_tables(best):
         total = len(task_names(set_name)) if set_name in SETS else "?"
         out += [f"**{SET_TITLES.get(set_name, set_name)}**: {total} tasks.", "",
                 "| window | agent | model | passed | stopped at the time limit | requests | "
-                "prompt tokens processed / reused | wall | server tokens/s (prompt, generation; median) | "
-                "date | commit | version |",
-                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                "prompt tokens processed / reused | first request's prompt (tokens, median) | wall | "
+                "server tokens/s (prompt, generation; median) | date | commit | version |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         keys = sorted((k for k in best if k[0] == set_name), key=lambda k: (-k[1], k[3] != "1.5b", k[3],
                                                                            agent_rank(k[2])))
         for key in keys:
@@ -284,7 +285,7 @@ def summary_tables(best):
             out.append(f"| `-c {key[1]}` | {AGENT_TITLES.get(key[2], key[2])} | {model_title(key[3])} | "
                        f"**{t['passed']}/{t['done']}**{done} | {t['timeouts']} | {t['requests']} | "
                        f"{t['processed']} / {t['reused']} ({pct(t['reused'], t['processed'] + t['reused'])} reused) | "
-                       f"{t['seconds'] / 60:.1f} min | {t['prompt_tps'] or '-'}, {t['gen_tps'] or '-'} | "
+                       f"{t['first_prompt'] or '-'} | {t['seconds'] / 60:.1f} min | {t['prompt_tps'] or '-'}, {t['gen_tps'] or '-'} | "
                        f"{m.get('updated', '?')[:10]} | {m.get('commit', '?')} | {short_version(m)}"
                        f"{' (' + m['note'] + ')' if m.get('note') else ''} |")
         out.append("")
