@@ -242,14 +242,7 @@ impl Walk<'_> {
             let Ok(name) = CString::new(&path[prefix.len()..]) else {
                 continue;
             };
-            // SAFETY: a valid C string and an open descriptor.
-            let Ok(sub) = fd(unsafe {
-                openat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-                )
-            }) else {
+            let Ok(sub) = subdir(dir, &name) else {
                 continue;
             };
             result = self.again(&sub, path, false);
@@ -341,15 +334,7 @@ impl Walk<'_> {
                     }
                 },
                 Kind::Dir => {
-                    // SAFETY: a valid C string and an open descriptor; O_NOFOLLOW: a
-                    // directory swapped for a symlink since the statx is refused.
-                    let Ok(sub) = fd(unsafe {
-                        openat(
-                            dir.as_raw_fd(),
-                            name.as_ptr(),
-                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-                        )
-                    }) else {
+                    let Ok(sub) = subdir(dir, name) else {
                         continue;
                     };
                     if let Some(w) = self.watcher.as_deref_mut().filter(|_| fresh_below) {
@@ -382,6 +367,19 @@ impl Walk<'_> {
         }
         Ok(())
     }
+}
+
+/// The directory `name` in `dir`; O_NOFOLLOW: a directory swapped for a symlink since it was
+/// seen is refused.
+fn subdir(dir: &OwnedFd, name: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: a valid C string and an open descriptor.
+    fd(unsafe {
+        openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+        )
+    })
 }
 
 fn too_many(max_files: usize) -> io::Error {
