@@ -31,9 +31,26 @@ pub struct Entry {
     pub ctime: i64,
     pub ino: u64,
     /// A file's stored copy; None when it was too big to keep.
-    pub blob: Option<String>,
+    pub blob: Option<Blob>,
     /// A symlink's target.
     pub target: Option<String>,
+}
+
+/// A kept copy in the store, by its number (its file name is the number in hex).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Blob(pub u64);
+
+impl Blob {
+    /// A name as the index and the log hold it (hex digits).
+    pub fn parse(name: &str) -> Option<Blob> {
+        u64::from_str_radix(name, 16).ok().map(Blob)
+    }
+}
+
+impl std::fmt::Display for Blob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:x}", self.0)
+    }
 }
 
 impl Entry {
@@ -100,7 +117,7 @@ impl Change {
                 e.mtime,
                 e.ctime,
                 e.ino,
-                e.blob,
+                e.blob.map(|b| b.to_string()),
                 e.target
             ]),
         };
@@ -126,7 +143,10 @@ impl Change {
                 mtime: f[3].as_i64()?,
                 ctime: f[4].as_i64()?,
                 ino: f[5].as_u64()?,
-                blob: text(&f[6]),
+                blob: match &f[6] {
+                    Value::Null => None,
+                    name => Some(Blob::parse(name.as_str()?)?),
+                },
                 target: text(&f[7]),
             }))
         };
@@ -261,7 +281,7 @@ pub fn encode(scanned: i64, stored: u64, tree: &Tree) -> Vec<u8> {
             Kind::Link => 'l',
             Kind::Dir => 'd',
         };
-        let blob = e.blob.as_deref().unwrap_or("-");
+        let blob = e.blob.map_or("-".to_string(), |b| b.to_string());
         out.extend_from_slice(
             format!(
                 "{kind} {:o} {} {} {} {} {blob} ",
@@ -318,7 +338,10 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
             mtime: f[3].parse().ok()?,
             ctime: f[4].parse().ok()?,
             ino: f[5].parse().ok()?,
-            blob: (f[6] != "-").then(|| f[6].to_string()),
+            blob: match f[6] {
+                "-" => None,
+                name => Some(Blob::parse(name)?),
+            },
             target: match kind {
                 Kind::Link => Some(std::str::from_utf8(target).ok()?.to_string()),
                 _ => None,
@@ -343,7 +366,13 @@ fn nth_space(bytes: &[u8], n: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// A kept copy named for the reader: a distinct number for each short name.
+    fn b(name: &str) -> Blob {
+        Blob(name.bytes().fold(0, |n, c| n * 257 + u64::from(c)))
+    }
+
     fn file(blob: &str, ino: u64) -> Entry {
+        let blob = b(blob);
         Entry {
             kind: Kind::File,
             mode: 0o644,
@@ -351,7 +380,7 @@ mod tests {
             mtime: 10,
             ctime: 10,
             ino,
-            blob: Some(blob.into()),
+            blob: Some(blob),
             target: None,
         }
     }
@@ -462,18 +491,17 @@ mod tests {
         // (content the same stored copy).
         let current = tree(&[("new", file("n", 5)), ("old", file("o2", 2))]);
         let plan = plan(&[&turn], &current, false, &never).unwrap();
-        let targets: Vec<(&str, Option<&str>)> = plan
+        let targets: Vec<(&str, Option<Blob>)> = plan
             .iter()
-            .map(|c| {
-                (
-                    c.path.as_str(),
-                    c.after.as_ref().and_then(|e| e.blob.as_deref()),
-                )
-            })
+            .map(|c| (c.path.as_str(), c.after.as_ref().and_then(|e| e.blob)))
             .collect();
         assert_eq!(
             targets,
-            [("gone", Some("g")), ("new", None), ("old", Some("o1"))]
+            [
+                ("gone", Some(b("g"))),
+                ("new", None),
+                ("old", Some(b("o1")))
+            ]
         );
     }
 

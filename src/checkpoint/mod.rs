@@ -28,7 +28,7 @@ mod watch;
 use crate::error::{Error, Result};
 use crate::report::{Event, Reporter};
 use crate::sandbox::fsafe::Dir;
-use manifest::{Change, Entry, Kind, Refusal, Tree};
+use manifest::{Blob, Change, Entry, Kind, Refusal, Tree};
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashSet};
 use std::io::{self, Write};
@@ -142,7 +142,7 @@ impl Record {
 /// What a scan found besides the new index (`Store::refresh`).
 struct Refreshed {
     notices: Vec<String>,
-    gone: Vec<String>,
+    gone: Vec<Blob>,
     old: Option<Tree>,
 }
 
@@ -236,8 +236,8 @@ impl Store {
         }
     }
 
-    fn blob(&self, name: &str) -> PathBuf {
-        self.dir.join("blobs").join(name)
+    fn blob(&self, name: Blob) -> PathBuf {
+        self.dir.join("blobs").join(name.to_string())
     }
 
     /// Scans the workspace and brings the index up to date: files whose identity is unchanged
@@ -292,17 +292,17 @@ impl Store {
             }
             if let Some(old) = old.filter(|o| o.same_identity(entry)) {
                 if !old.racy(self.scanned) || old.blob.is_none() {
-                    entry.blob = old.blob.clone();
+                    entry.blob = old.blob;
                     continue;
                 }
             }
             dirty = true;
             if let Some(old) = old.filter(|o| o.kind == Kind::File) {
-                if let Some(blob) = &old.blob {
+                if let Some(blob) = old.blob {
                     if old.size == entry.size
                         && fs::same_as_kept(&self.root, path, &self.blob(blob))
                     {
-                        entry.blob = Some(blob.clone());
+                        entry.blob = Some(blob);
                         continue;
                     }
                 }
@@ -317,8 +317,8 @@ impl Store {
             }
             loop {
                 self.next_blob += 1;
-                let name = format!("{:x}", self.next_blob);
-                match fs::keep(&self.root, path, entry, &self.blob(&name)) {
+                let name = Blob(self.next_blob);
+                match fs::keep(&self.root, path, entry, &self.blob(name)) {
                     Ok(()) => {
                         self.stored += entry.size;
                         entry.blob = Some(name);
@@ -356,10 +356,10 @@ impl Store {
         }
         // Unless something changed, every copy is still in use.
         if dirty {
-            let kept: HashSet<&String> = tree.values().filter_map(|e| e.blob.as_ref()).collect();
+            let kept: HashSet<Blob> = tree.values().filter_map(|e| e.blob).collect();
             for old in self.tree.values() {
-                if let Some(blob) = old.blob.as_ref().filter(|b| !kept.contains(b)) {
-                    gone.push(blob.clone());
+                if let Some(blob) = old.blob.filter(|b| !kept.contains(b)) {
+                    gone.push(blob);
                 }
             }
         }
@@ -389,7 +389,7 @@ impl Store {
     }
 
     /// Removes the copies in `gone` that no checkpoint refers to.
-    fn collect(&mut self, gone: Vec<String>) -> io::Result<()> {
+    fn collect(&mut self, gone: Vec<Blob>) -> io::Result<()> {
         if gone.is_empty() {
             return Ok(());
         }
@@ -397,12 +397,12 @@ impl Store {
         for record in self.log()? {
             for change in &record.changes {
                 for e in change.before.iter().chain(change.after.iter()) {
-                    used.extend(e.blob.clone());
+                    used.extend(e.blob);
                 }
             }
         }
         for blob in gone.into_iter().filter(|b| !used.contains(b)) {
-            let path = self.blob(&blob);
+            let path = self.blob(blob);
             if let Ok(meta) = std::fs::metadata(&path) {
                 if std::fs::remove_file(&path).is_ok() {
                     self.stored = self.stored.saturating_sub(meta.len());
@@ -444,7 +444,7 @@ impl Store {
         if a.size != b.size {
             return false;
         }
-        match (&a.blob, &b.blob) {
+        match (a.blob, b.blob) {
             (Some(x), Some(y)) => match (
                 std::fs::File::open(self.blob(x)),
                 std::fs::File::open(self.blob(y)),
@@ -473,7 +473,7 @@ impl Store {
             let Some(target) = &change.after else {
                 continue;
             };
-            let blob = target.blob.as_ref().map(|b| self.blob(b));
+            let blob = target.blob.map(|b| self.blob(b));
             if let Err(e) = fs::put_back(&self.root, &change.path, target, blob.as_deref()) {
                 notices.push(format!("{} could not be restored: {e}", change.path));
                 failed.insert(&change.path);
@@ -489,7 +489,7 @@ impl Store {
         for change in plan {
             let now = fs::entry_now(&self.root, &change.path).ok().map(|mut e| {
                 if let Some(target) = change.after.as_ref().filter(|t| t.kind == e.kind) {
-                    e.blob = target.blob.clone();
+                    e.blob = target.blob;
                     e.target = target.target.clone();
                 }
                 e
@@ -830,8 +830,8 @@ pub fn undo(
     };
     let missing: Vec<String> = plan
         .iter()
-        .filter_map(|c| c.after.as_ref()?.blob.as_ref().map(|b| (c, b)))
-        .filter(|(_, b)| !store.blob(b).exists())
+        .filter_map(|c| c.after.as_ref()?.blob.map(|b| (c, b)))
+        .filter(|(_, b)| !store.blob(*b).exists())
         .map(|(c, _)| c.path.clone())
         .collect();
     if !missing.is_empty() {
