@@ -262,6 +262,15 @@ impl Store {
                 None
             }
         };
+        // Nothing reported since this process last scanned: the tree is as that scan left it.
+        let linked = self.watcher.as_ref().is_some_and(|w| !w.linked.is_empty());
+        if dirty.as_ref().is_some_and(|d| d.is_empty()) && !linked {
+            return Ok(Refreshed {
+                notices: Vec::new(),
+                gone: Vec::new(),
+                old: None,
+            });
+        }
         let partial = dirty.as_ref().map(|dirty| fs::Partial {
             old: &self.tree,
             dirty,
