@@ -1064,4 +1064,30 @@ mod tests {
         let long = "x".repeat(100);
         assert_eq!(first_line(&long).chars().count(), 81);
     }
+
+    #[test]
+    fn scans_after_the_first_in_a_process_find_what_changed_and_only_that() {
+        let ws = std::env::temp_dir().join(format!("turn-unit-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ws);
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/a.txt"), "a").unwrap();
+        std::fs::write(ws.join("b.txt"), "b").unwrap();
+        let mut store = Store::open(&ws, true).unwrap();
+        store.refresh().unwrap();
+        assert!(store.watched, "the first scan watches the workspace");
+        // Nothing happened since: no walk, nothing to compare.
+        assert!(store.refresh().unwrap().old.is_none());
+        std::fs::write(ws.join("src/a.txt"), "changed").unwrap();
+        std::fs::write(ws.join("src/new.txt"), "new").unwrap();
+        let found = store.refresh().unwrap();
+        let changes = manifest::diff(&found.old.unwrap(), &store.tree, unchanged);
+        let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["src/a.txt", "src/new.txt"]);
+        // A second store of the same workspace waits its turn; reading it does not.
+        assert!(Store::open(&ws, true).is_err());
+        assert!(Store::open(&ws, false).is_ok());
+        drop(store);
+        assert!(Store::open(&ws, true).is_ok());
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
 }
