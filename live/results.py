@@ -310,9 +310,11 @@ def summary_tables(best):
 
 def task_table(data, set_name):
     agent = data["meta"]["agent"]
-    lines = ["| task | result | requests | wall | prompt tokens processed / reused (reused %) | "
+    calls = agent.startswith("turn")
+    lines = ["| task | result | requests |" + (" calls (as text) |" if calls else "") +
+             " wall | prompt tokens processed / reused (reused %) | "
              "first request's prompt | server tokens/s (prompt, generation) | exit |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- |" + (" --- |" if calls else "") + " --- | --- | --- | --- | --- |"]
     for name in sorted(data["rows"]):
         r = data["rows"][name]
         result = "pass" if r["passed"] else "FAIL"
@@ -320,13 +322,15 @@ def task_table(data, set_name):
             result += f" ({len(r['rejected'])} rejected)"
         if by_design(agent, set_name, name) if set_name in SETS and os.path.isdir(task_dir(set_name, name)) else []:
             result += " †"
-        lines.append(f"| {name} | {result} | {r.get('requests', 0)} | {r.get('seconds', 0):.0f} s | "
+        made = f" {r.get('tool_calls', 0)} ({r.get('text_calls', 0)}) |" if calls else ""
+        lines.append(f"| {name} | {result} | {r.get('requests', 0)} |{made} {r.get('seconds', 0):.0f} s | "
                      f"{r.get('processed', 0)} / {r.get('reused', 0)} "
                      f"({pct(r.get('reused', 0), r.get('processed', 0) + r.get('reused', 0))}) | "
                      f"{r.get('first_prompt', '?')} | {r.get('prompt_tps') or '-'}, {r.get('gen_tps') or '-'} | "
                      f"{r.get('exit', '')} |")
     t = totals(data["rows"].values())
-    lines.append(f"| **all** | **{t['passed']}/{t['done']}** | {t['requests']} | {t['seconds']:.0f} s | "
+    made = " |" if calls else ""
+    lines.append(f"| **all** | **{t['passed']}/{t['done']}** | {t['requests']} |{made} {t['seconds']:.0f} s | "
                  f"{t['processed']} / {t['reused']} ({pct(t['reused'], t['processed'] + t['reused'])}) | | | |")
     return lines
 
