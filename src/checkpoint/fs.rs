@@ -318,9 +318,6 @@ impl Walk<'_> {
                 blob: None,
                 target: None,
             };
-            // A directory not known by this inode was made or swapped in since.
-            let fresh_below =
-                fresh || !self.watcher.as_ref().is_some_and(|w| w.knows(&rel, st.ino));
             if self.entries.len() >= self.max_files {
                 return Err(too_many(self.max_files));
             }
@@ -337,6 +334,9 @@ impl Walk<'_> {
                     let Ok(sub) = subdir(dir, name) else {
                         continue;
                     };
+                    // A directory not known by this inode was made or swapped in since.
+                    let fresh_below =
+                        fresh || !self.watcher.as_ref().is_some_and(|w| w.knows(&rel, st.ino));
                     if let Some(w) = self.watcher.as_deref_mut().filter(|_| fresh_below) {
                         w.add(&sub, &rel, st.ino);
                     }
