@@ -326,7 +326,7 @@ def task_table(data, set_name):
         lines.append(f"| {name} | {result} | {r.get('requests', 0)} |{made} {r.get('seconds', 0):.0f} s | "
                      f"{r.get('processed', 0)} / {r.get('reused', 0)} "
                      f"({pct(r.get('reused', 0), r.get('processed', 0) + r.get('reused', 0))}) | "
-                     f"{r.get('first_prompt', '?')} | {r.get('prompt_tps') or '-'}, {r.get('gen_tps') or '-'} | "
+                     f"{r.get('first_prompt') or '-'} | {r.get('prompt_tps') or '-'}, {r.get('gen_tps') or '-'} | "
                      f"{r.get('exit', '')} |")
     t = totals(data["rows"].values())
     made = " |" if calls else ""
