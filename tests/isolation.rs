@@ -358,43 +358,6 @@ macro_rules! require_python {
     };
 }
 
-/// Whether turn can be run where user namespaces are forbidden: inside `unshare -Ur` with the
-/// nested limit at 0, which is how the fallback is tested on a machine that has them.
-fn fallback_possible() -> bool {
-    Command::new("unshare")
-        .args([
-            "-Ur",
-            "sh",
-            "-c",
-            "echo 0 > /proc/sys/user/max_user_namespaces",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// `command` (a turn invocation) run where it cannot create user namespaces.
-fn without_namespaces(command: &Command) -> Command {
-    let mut wrapped = Command::new("unshare");
-    wrapped.args([
-        "-Ur",
-        "sh",
-        "-c",
-        "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
-    ]);
-    wrapped.arg(command.get_program()).args(command.get_args());
-    wrapped.env_clear();
-    for (key, value) in command.get_envs() {
-        if let Some(value) = value {
-            wrapped.env(key, value);
-        }
-    }
-    if let Some(dir) = command.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
-    wrapped.stdin(Stdio::null());
-    wrapped
-}
-
 impl Place {
     /// Like `bash`, but turn runs where user namespaces are forbidden (the fallback).
     fn bash_without_namespaces(&self, command: &str, args: &[&str]) -> (Run, String) {

@@ -390,49 +390,6 @@ fn a_planted_giant_session_is_neither_chosen_nor_read_whole() {
 
 // ---- Without namespaces (the Landlock fallback), and as an unprivileged user ----
 
-/// Whether turn can be run where user namespaces are forbidden (`unshare -Ur` with the
-/// nested limit at 0), as tests/isolation.rs does.
-fn fallback_possible() -> bool {
-    Command::new("unshare")
-        .args([
-            "-Ur",
-            "sh",
-            "-c",
-            "echo 0 > /proc/sys/user/max_user_namespaces",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// `command` (a turn invocation) run through `wrapper` (a program and its arguments), with
-/// the same environment and directory.
-fn wrapped(wrapper: &[&str], command: &Command) -> Command {
-    let mut outer = Command::new(wrapper[0]);
-    outer
-        .args(&wrapper[1..])
-        .arg(command.get_program())
-        .args(command.get_args());
-    outer.env_clear();
-    for (key, value) in command.get_envs() {
-        if let Some(value) = value {
-            outer.env(key, value);
-        }
-    }
-    if let Some(dir) = command.get_current_dir() {
-        outer.current_dir(dir);
-    }
-    outer.stdin(std::process::Stdio::null());
-    outer
-}
-
-const NO_NAMESPACES: [&str; 5] = [
-    "unshare",
-    "-Ur",
-    "sh",
-    "-c",
-    "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
-];
-
 #[test]
 fn without_namespaces_the_hosts_tmp_is_still_read_only_and_temp_files_work() {
     require_python!();

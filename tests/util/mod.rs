@@ -711,6 +711,56 @@ pub fn namespaces_here() -> bool {
     })
 }
 
+/// Whether turn can be run where user namespaces are forbidden: inside `unshare -Ur` with the
+/// nested limit at 0, which is how the Landlock-only fallback is tested on a machine that has
+/// them.
+pub fn fallback_possible() -> bool {
+    Command::new("unshare")
+        .args([
+            "-Ur",
+            "sh",
+            "-c",
+            "echo 0 > /proc/sys/user/max_user_namespaces",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The wrapper that runs a command where it cannot create user namespaces.
+pub const NO_NAMESPACES: [&str; 5] = [
+    "unshare",
+    "-Ur",
+    "sh",
+    "-c",
+    "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
+];
+
+/// `command` (a turn invocation) run through `wrapper` (a program and its arguments), with
+/// the same environment and directory, and no stdin.
+pub fn wrapped(wrapper: &[&str], command: &Command) -> Command {
+    let mut outer = Command::new(wrapper[0]);
+    outer
+        .args(&wrapper[1..])
+        .arg(command.get_program())
+        .args(command.get_args());
+    outer.env_clear();
+    for (key, value) in command.get_envs() {
+        if let Some(value) = value {
+            outer.env(key, value);
+        }
+    }
+    if let Some(dir) = command.get_current_dir() {
+        outer.current_dir(dir);
+    }
+    outer.stdin(Stdio::null());
+    outer
+}
+
+/// `command` (a turn invocation) run where it cannot create user namespaces.
+pub fn without_namespaces(command: &Command) -> Command {
+    wrapped(&NO_NAMESPACES, command)
+}
+
 /// Ends a test that needs namespaces where there are none, saying it was skipped.
 macro_rules! require_namespaces {
     () => {
