@@ -521,24 +521,7 @@ unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
     const MAX: usize = 64;
     let mut trees = [-1 as c_int; MAX];
     for (i, dir) in recipe.writable.iter().enumerate().take(MAX) {
-        let flags = OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | sys::O_CLOEXEC as c_uint;
-        let fd = sys::syscall(
-            sys::OPEN_TREE,
-            sys::AT_FDCWD as c_long,
-            dir.path.as_ptr(),
-            flags as c_long,
-        );
-        if fd < 0 {
-            return Err(Failed::now(STEP_OPEN_TREE));
-        }
-        trees[i] = fd as c_int;
-        // The directory turn checked, not one a command put in its place since.
-        if sys::dev_ino(trees[i]) != Some((dir.dev, dir.ino)) {
-            return Err(Failed {
-                step: STEP_MOVED,
-                errno: 18, // EXDEV
-            });
-        }
+        trees[i] = clone_tree(dir, STEP_OPEN_TREE)?;
         if dir.read_only && !read_only_tree(trees[i]) {
             return Err(Failed::now(STEP_READ_ONLY));
         }
@@ -568,15 +551,7 @@ unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
         }
     }
     for (i, dir) in recipe.writable.iter().enumerate().take(MAX) {
-        if sys::syscall(
-            sys::MOVE_MOUNT,
-            trees[i] as c_long,
-            c"".as_ptr(),
-            sys::AT_FDCWD as c_long,
-            dir.path.as_ptr(),
-            MOVE_MOUNT_F_EMPTY_PATH as c_long,
-        ) != 0
-        {
+        if !move_tree(trees[i], dir) {
             return Err(Failed::now(STEP_MOVE_MOUNT));
         }
         sys::close(trees[i]);
@@ -592,38 +567,54 @@ unsafe fn read_only_but(recipe: &Recipe) -> Result<(), Failed> {
 /// System calls only; `recipe` was prepared before the clone.
 unsafe fn protect(recipe: &Recipe) -> Result<(), Failed> {
     for path in &recipe.protected {
-        let flags = OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | sys::O_CLOEXEC as c_uint;
-        let tree = sys::syscall(
-            sys::OPEN_TREE,
-            sys::AT_FDCWD as c_long,
-            path.path.as_ptr(),
-            flags as c_long,
-        );
-        if tree < 0 {
-            return Err(Failed::now(STEP_PROTECT));
-        }
-        let tree = tree as c_int;
-        if sys::dev_ino(tree) != Some((path.dev, path.ino)) {
-            return Err(Failed {
-                step: STEP_MOVED,
-                errno: 18, // EXDEV
-            });
-        }
-        let done = read_only_tree(tree)
-            && sys::syscall(
-                sys::MOVE_MOUNT,
-                tree as c_long,
-                c"".as_ptr(),
-                sys::AT_FDCWD as c_long,
-                path.path.as_ptr(),
-                MOVE_MOUNT_F_EMPTY_PATH as c_long,
-            ) == 0;
-        if !done {
+        let tree = clone_tree(path, STEP_PROTECT)?;
+        if !(read_only_tree(tree) && move_tree(tree, path)) {
             return Err(Failed::now(STEP_PROTECT));
         }
         sys::close(tree);
     }
     Ok(())
+}
+
+/// A detached copy of the mount tree at `dir` (open_tree), checked to be the directory turn
+/// looked at, not one a command put in its place since; `step` names a failure to clone.
+///
+/// # Safety
+/// System calls only.
+unsafe fn clone_tree(dir: &Writable, step: u32) -> Result<c_int, Failed> {
+    let flags = OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW | sys::O_CLOEXEC as c_uint;
+    let tree = sys::syscall(
+        sys::OPEN_TREE,
+        sys::AT_FDCWD as c_long,
+        dir.path.as_ptr(),
+        flags as c_long,
+    );
+    if tree < 0 {
+        return Err(Failed::now(step));
+    }
+    let tree = tree as c_int;
+    if sys::dev_ino(tree) != Some((dir.dev, dir.ino)) {
+        return Err(Failed {
+            step: STEP_MOVED,
+            errno: 18, // EXDEV
+        });
+    }
+    Ok(tree)
+}
+
+/// Mounts the detached `tree` over `dir`'s path.
+///
+/// # Safety
+/// A system call only.
+unsafe fn move_tree(tree: c_int, dir: &Writable) -> bool {
+    sys::syscall(
+        sys::MOVE_MOUNT,
+        tree as c_long,
+        c"".as_ptr(),
+        sys::AT_FDCWD as c_long,
+        dir.path.as_ptr(),
+        MOVE_MOUNT_F_EMPTY_PATH as c_long,
+    ) == 0
 }
 
 /// Makes a detached tree (from open_tree) read-only, all of it.
