@@ -172,12 +172,7 @@ fn minor(dev: u64) -> u32 {
 impl Walk<'_> {
     /// The directory `dir` at `base`, its `names` listed; `fresh`: nothing in it is trusted.
     fn dir(&mut self, dir: &OwnedFd, base: &str, names: &Names, fresh: bool) -> io::Result<()> {
-        let pushed = match names.any(|n| n.to_bytes() == b".gitignore") {
-            true => read_small(dir, c".gitignore")
-                .map(|text| self.rules.push(Rules::parse(base, &text)))
-                .is_some(),
-            false => false,
-        };
+        let pushed = names.any(|n| n.to_bytes() == b".gitignore") && self.push_rules(dir, base);
         let result = self.entries(dir, base, names, fresh);
         if pushed {
             self.rules.pop();
@@ -231,12 +226,8 @@ impl Walk<'_> {
             return Ok(());
         }
         let gitignore = format!("{prefix}.gitignore");
-        let pushed = match old.get(&gitignore).is_some_and(|e| e.kind == Kind::File) {
-            true => read_small(dir, c".gitignore")
-                .map(|text| self.rules.push(Rules::parse(base, &text)))
-                .is_some(),
-            false => false,
-        };
+        let pushed =
+            old.get(&gitignore).is_some_and(|e| e.kind == Kind::File) && self.push_rules(dir, base);
         let mut result = Ok(());
         for path in below {
             let Ok(name) = CString::new(&path[prefix.len()..]) else {
@@ -254,6 +245,14 @@ impl Walk<'_> {
             self.rules.pop();
         }
         result
+    }
+
+    /// Reads the `.gitignore` in `dir` (at `base`) onto the rules in force; false if there is
+    /// none to read (then nothing is pushed).
+    fn push_rules(&mut self, dir: &OwnedFd, base: &str) -> bool {
+        read_small(dir, c".gitignore")
+            .map(|text| self.rules.push(Rules::parse(base, &text)))
+            .is_some()
     }
 
     /// Whether the directory `base` is as the last scan left it, by the watcher's word.
