@@ -23,32 +23,16 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
+use crate::sandbox::sys::nr::{GETDENTS64, STATX};
+use crate::sandbox::sys::{
+    openat, syscall, AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_RDONLY,
+};
+
 extern "C" {
-    fn syscall(number: c_long, ...) -> c_long;
-    fn openat(dirfd: c_int, path: *const c_char, flags: c_int, ...) -> c_int;
     fn readlinkat(dirfd: c_int, path: *const c_char, buf: *mut c_char, size: usize) -> isize;
     fn ioctl(fd: c_int, request: c_ulong, ...) -> c_int;
 }
 
-#[cfg(target_arch = "x86_64")]
-const SYS_GETDENTS64: c_long = 217;
-#[cfg(target_arch = "x86_64")]
-const SYS_STATX: c_long = 332;
-#[cfg(not(target_arch = "x86_64"))]
-const SYS_GETDENTS64: c_long = 61;
-#[cfg(not(target_arch = "x86_64"))]
-const SYS_STATX: c_long = 291;
-
-#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
-const O_DIRECTORY: c_int = 0o40000;
-#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
-const O_NOFOLLOW: c_int = 0o100000;
-#[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
-const O_DIRECTORY: c_int = 0o200000;
-#[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
-const O_NOFOLLOW: c_int = 0o400000;
-const O_RDONLY: c_int = 0;
-const O_CLOEXEC: c_int = 0o2000000;
 const AT_SYMLINK_NOFOLLOW: c_int = 0x100;
 const AT_NO_AUTOMOUNT: c_int = 0x800;
 const STATX_BASIC_STATS: u32 = 0x7ff;
@@ -110,7 +94,7 @@ pub fn scan(
 ) -> io::Result<Scan> {
     let path = CString::new(workspace.as_os_str().as_bytes())?;
     // SAFETY: a valid C string.
-    let root = fd(unsafe { openat(-100, path.as_ptr(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) })?;
+    let root = fd(unsafe { openat(AT_FDCWD, path.as_ptr(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) })?;
     let top = statx(&root, c".")?;
     let skip_id = match skip.map(std::fs::metadata) {
         Some(Ok(meta)) => Some((major(meta.dev()), minor(meta.dev()), meta.ino())),
@@ -418,7 +402,7 @@ fn list(dir: &OwnedFd, buf: &mut [u8]) -> io::Result<Names> {
         // SAFETY: buf is writable for its length; the descriptor is an open directory.
         let n = unsafe {
             syscall(
-                SYS_GETDENTS64,
+                GETDENTS64,
                 dir.as_raw_fd() as c_long,
                 buf.as_mut_ptr(),
                 buf.len() as c_long,
@@ -460,7 +444,7 @@ fn statx(dir: &OwnedFd, name: &CStr) -> io::Result<Stat> {
                               // SAFETY: buf is 256 writable bytes, as the kernel's struct statx; name is a C string.
     let done = unsafe {
         syscall(
-            SYS_STATX,
+            STATX,
             dir.as_raw_fd() as c_long,
             name.as_ptr(),
             (AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) as c_long,
@@ -508,7 +492,6 @@ fn link_target(dir: &OwnedFd, name: &CStr) -> Option<String> {
 
 /// A `.gitignore` in `dir`: a regular file, at most 1 MB, not followed if a symlink.
 fn read_small(dir: &OwnedFd, name: &CStr) -> Option<String> {
-    const O_NONBLOCK: c_int = 0o4000;
     // SAFETY: a valid C string and an open descriptor.
     let file = File::from(
         fd(unsafe {

@@ -25,8 +25,8 @@ extern "C" {
     fn inotify_add_watch(fd: c_int, path: *const c_char, mask: u32) -> c_int;
 }
 
-const IN_NONBLOCK: c_int = 0o4000;
-const IN_CLOEXEC: c_int = 0o2000000;
+const IN_NONBLOCK: c_int = crate::sandbox::sys::O_NONBLOCK;
+const IN_CLOEXEC: c_int = crate::sandbox::sys::O_CLOEXEC;
 const IN_MODIFY: u32 = 0x2;
 const IN_ATTRIB: u32 = 0x4;
 const IN_CLOSE_WRITE: u32 = 0x8;

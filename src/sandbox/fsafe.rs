@@ -27,48 +27,18 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path};
 
-const O_RDONLY: c_int = 0;
-const O_WRONLY: c_int = 1;
-const O_RDWR: c_int = 2;
+use super::sys::{
+    openat, syscall, AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY,
+    O_RDWR, O_WRONLY,
+};
+
 const O_CREAT: c_int = 0o100;
 const O_EXCL: c_int = 0o200;
 const O_NOCTTY: c_int = 0o400;
 const O_APPEND: c_int = 0o2000;
-const O_NONBLOCK: c_int = 0o4000;
-const O_CLOEXEC: c_int = 0o2000000;
-const O_PATH: c_int = 0o10000000;
 const O_TMPFILE_BASE: c_int = 0o20000000;
-#[cfg(any(
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "powerpc",
-    target_arch = "powerpc64"
-))]
-const O_DIRECTORY: c_int = 0o40000;
-#[cfg(any(
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "powerpc",
-    target_arch = "powerpc64"
-))]
-const O_NOFOLLOW: c_int = 0o100000;
-#[cfg(not(any(
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "powerpc",
-    target_arch = "powerpc64"
-)))]
-const O_DIRECTORY: c_int = 0o200000;
-#[cfg(not(any(
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "powerpc",
-    target_arch = "powerpc64"
-)))]
-const O_NOFOLLOW: c_int = 0o400000;
 const O_TMPFILE: c_int = O_TMPFILE_BASE | O_DIRECTORY;
 
-const AT_FDCWD: c_int = -100;
 const AT_SYMLINK_FOLLOW: c_int = 0x400;
 const AT_EMPTY_PATH: c_int = 0x1000;
 const AT_REMOVEDIR: c_int = 0x200;
@@ -91,8 +61,6 @@ const ENOSYS: i32 = 38;
 const ELOOP: i32 = 40;
 
 extern "C" {
-    fn syscall(number: c_long, ...) -> c_long;
-    fn openat(dirfd: c_int, path: *const c_char, flags: c_int, ...) -> c_int;
     fn mkdirat(dirfd: c_int, path: *const c_char, mode: c_uint) -> c_int;
     fn linkat(
         olddirfd: c_int,

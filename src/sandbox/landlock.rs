@@ -24,8 +24,7 @@ const SYS_RESTRICT_SELF: c_long = 446;
 const CREATE_RULESET_VERSION: c_long = 1;
 const RULE_PATH_BENEATH: c_long = 1;
 const PR_SET_NO_NEW_PRIVS: c_int = 38;
-const O_PATH: c_int = 0o10000000;
-const O_CLOEXEC: c_int = 0o2000000;
+use super::sys::{O_CLOEXEC, O_PATH};
 
 // Filesystem rights (ABI 1 unless noted). Reading and executing are never handled, so they
 // stay allowed everywhere; these are the ones that change the filesystem.

@@ -22,6 +22,7 @@ extern "C" {
     pub fn poll(fds: *mut PollFd, nfds: c_ulong, timeout: c_int) -> c_int;
     pub fn prctl(option: c_int, ...) -> c_int;
     pub fn open(path: *const c_char, flags: c_int, ...) -> c_int;
+    pub fn openat(dirfd: c_int, path: *const c_char, flags: c_int, ...) -> c_int;
     pub fn close(fd: c_int) -> c_int;
     pub fn read(fd: c_int, buf: *mut c_void, count: usize) -> isize;
     pub fn write(fd: c_int, buf: *const c_void, count: usize) -> isize;
@@ -70,6 +71,8 @@ pub mod nr {
     pub const FSTAT: c_long = 5;
     pub const CAPGET: c_long = 125;
     pub const CAPSET: c_long = 126;
+    pub const GETDENTS64: c_long = 217;
+    pub const STATX: c_long = 332;
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -79,6 +82,8 @@ pub mod nr {
     pub const FSTAT: c_long = 80;
     pub const CAPGET: c_long = 90;
     pub const CAPSET: c_long = 91;
+    pub const GETDENTS64: c_long = 61;
+    pub const STATX: c_long = 291;
 }
 
 /// The same number on every architecture (the generic table starts at 403).
@@ -105,9 +110,40 @@ pub const SIG_IGN: usize = 1;
 pub const SIG_BLOCK: c_int = 0;
 pub const SIG_SETMASK: c_int = 2;
 
+pub const O_RDONLY: c_int = 0;
 pub const O_RDWR: c_int = 2;
 pub const O_WRONLY: c_int = 1;
+pub const O_NONBLOCK: c_int = 0o4000;
 pub const O_CLOEXEC: c_int = 0o2000000;
+pub const O_PATH: c_int = 0o10000000;
+#[cfg(any(
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "powerpc",
+    target_arch = "powerpc64"
+))]
+pub const O_DIRECTORY: c_int = 0o40000;
+#[cfg(any(
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "powerpc",
+    target_arch = "powerpc64"
+))]
+pub const O_NOFOLLOW: c_int = 0o100000;
+#[cfg(not(any(
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "powerpc",
+    target_arch = "powerpc64"
+)))]
+pub const O_DIRECTORY: c_int = 0o200000;
+#[cfg(not(any(
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "powerpc",
+    target_arch = "powerpc64"
+)))]
+pub const O_NOFOLLOW: c_int = 0o400000;
 pub const AT_FDCWD: c_int = -100;
 
 pub const EINTR: c_int = 4;
