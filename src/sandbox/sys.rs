@@ -116,34 +116,23 @@ pub const O_WRONLY: c_int = 1;
 pub const O_NONBLOCK: c_int = 0o4000;
 pub const O_CLOEXEC: c_int = 0o2000000;
 pub const O_PATH: c_int = 0o10000000;
+/// O_DIRECTORY and O_NOFOLLOW, which these architectures number differently.
 #[cfg(any(
     target_arch = "aarch64",
     target_arch = "arm",
     target_arch = "powerpc",
     target_arch = "powerpc64"
 ))]
-pub const O_DIRECTORY: c_int = 0o40000;
-#[cfg(any(
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "powerpc",
-    target_arch = "powerpc64"
-))]
-pub const O_NOFOLLOW: c_int = 0o100000;
+const DIRECTORY_NOFOLLOW: (c_int, c_int) = (0o40000, 0o100000);
 #[cfg(not(any(
     target_arch = "aarch64",
     target_arch = "arm",
     target_arch = "powerpc",
     target_arch = "powerpc64"
 )))]
-pub const O_DIRECTORY: c_int = 0o200000;
-#[cfg(not(any(
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "powerpc",
-    target_arch = "powerpc64"
-)))]
-pub const O_NOFOLLOW: c_int = 0o400000;
+const DIRECTORY_NOFOLLOW: (c_int, c_int) = (0o200000, 0o400000);
+pub const O_DIRECTORY: c_int = DIRECTORY_NOFOLLOW.0;
+pub const O_NOFOLLOW: c_int = DIRECTORY_NOFOLLOW.1;
 pub const AT_FDCWD: c_int = -100;
 
 pub const EINTR: c_int = 4;
