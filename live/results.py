@@ -32,6 +32,8 @@ SET_TITLES = {"dev": "development set (live/tasks/, turn is tuned on it)",
 STORE = os.path.join(LIVE, "results")
 RESULTS_MD = os.path.join(LIVE, "RESULTS.md")
 README = os.path.join(livelib.ROOT, "README.md")
+# The comparison every set is run for (README's grid): a cell with no results shows as "not run".
+GRID = {"ctx": [8192, 4096], "agents": ["turn", "aider-whole", "mini-tool", "mini-text"], "model": "1.5b"}
 AGENT_ORDER = ["turn", "turn-text", "turn-native", "aider-whole", "mini-tool", "mini-text"]
 AGENT_TITLES = {
     "turn": "turn",
@@ -276,9 +278,14 @@ def summary_tables(best):
                 "prompt tokens processed / reused | first request's prompt (tokens, median) | wall | "
                 "server tokens/s (prompt, generation; median) | date | commit | version |",
                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        keys = sorted((k for k in best if k[0] == set_name), key=lambda k: (-k[1], k[3] != "1.5b", k[3],
-                                                                           agent_rank(k[2])))
+        keys = {k for k in best if k[0] == set_name}
+        keys |= {(set_name, ctx, agent, GRID["model"]) for ctx in GRID["ctx"] for agent in GRID["agents"]}
+        keys = sorted(keys, key=lambda k: (-k[1], k[3] != "1.5b", k[3], agent_rank(k[2])))
         for key in keys:
+            if key not in best:
+                out.append(f"| `-c {key[1]}` | {AGENT_TITLES.get(key[2], key[2])} | {model_title(key[3])} | "
+                           "not run | - | - | - | - | - | - | - | - | - |")
+                continue
             data = best[key]
             m, t = data["meta"], totals(data["rows"].values())
             done = "" if t["done"] == total else f" ({t['done']} of {total} run)"
@@ -290,7 +297,7 @@ def summary_tables(best):
                        f"{' (' + m['note'] + ')' if m.get('note') else ''} |")
         out.append("")
         blind = [n for n in task_names(set_name) if by_design("aider-whole", set_name, n)] if set_name in SETS else []
-        if blind and any(k[2] == "aider-whole" for k in keys):
+        if blind and any(k[2] == "aider-whole" and k in best for k in keys):
             which = f"{len(blind)} of these tasks ({', '.join(blind)}) needs" if len(blind) == 1 else \
                 f"{len(blind)} of these tasks ({', '.join(blind)}) need"
             out += [f"aider runs no commands unless told, by design: {which} a command's output, so it cannot "
