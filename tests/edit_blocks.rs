@@ -23,7 +23,7 @@ fn system(chat: &Received) -> String {
 /// Whether a request declared the edit syntaxes (and sent no tools).
 fn declared(chat: &Received) -> bool {
     let system = system(chat);
-    let declared = system.contains("<<<<<<< SEARCH") && system.contains("# Editing files");
+    let declared = system.contains("<<<<<<< SEARCH") && system.contains("# Writing files");
     assert_eq!(
         declared,
         chat.body.get("tools").is_none(),

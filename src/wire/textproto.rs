@@ -56,8 +56,8 @@ pub fn names(specs: &Value) -> Vec<String> {
 
 /// The part of the system prompt that stands in for `tools`: the one call format, then each
 /// tool with its parameters, from the same specs the native protocol sends, then the edit
-/// syntaxes (`EDITS`, when the specs offer write_file and edit_file). Kept short: small models
-/// often have small context windows.
+/// syntaxes (`EDITS`, when the specs offer write_file and edit_file: they stand in for those
+/// two in the list). Kept short: small models often have small context windows.
 pub fn tools_prompt(specs: &Value) -> String {
     let mut text = String::from(
         "# Tools\n\n\
@@ -69,9 +69,16 @@ pub fn tools_prompt(specs: &Value) -> String {
          comes back in the next message. Make one call at a time. When the task is done, \
          answer in plain text without a tool call.\n\nThe tools:\n",
     );
+    let names = names(specs);
+    let edits = ["write_file", "edit_file"]
+        .iter()
+        .all(|n| names.iter().any(|x| x == n));
     for spec in specs.as_array().into_iter().flatten() {
         let function = &spec["function"];
         let name = function["name"].as_str().unwrap_or_default();
+        if edits && ["write_file", "edit_file"].contains(&name) {
+            continue; // declared as edit blocks below
+        }
         let required: Vec<&str> = function["parameters"]["required"]
             .as_array()
             .into_iter()
@@ -98,27 +105,25 @@ pub fn tools_prompt(specs: &Value) -> String {
             params.join(", ")
         ));
     }
-    let names = names(specs);
-    if ["write_file", "edit_file"]
-        .iter()
-        .all(|n| names.iter().any(|x| x == n))
-    {
+    if edits {
         text.push_str(EDITS);
     }
     text
 }
 
 /// The edit syntaxes the text protocol declares (read by wire::editblocks): replies to a request
-/// whose system prompt holds this are read for them, and no others.
-pub const EDITS: &str = "\n# Editing files\n\n\
-A file can also be written or changed without a call. To write a whole file, give its path \
-alone on a line, then a fenced block with the full content:\n\n\
+/// whose system prompt holds this are read for them, and no others. They stand in for
+/// write_file's and edit_file's JSON form in the tool list: a file's whole content is easier to
+/// write in a fence than escaped in a JSON string (a call in that form still runs).
+pub const EDITS: &str = "\n# Writing files\n\n\
+write_file and edit_file are written as blocks, not as JSON. To write a whole file, give its \
+path alone on a line, then a fenced block with the full new content:\n\n\
 src/hello.py\n\
 ```python\n\
 print(\"hello\")\n\
 ```\n\n\
-To change part of a file, give its path alone on a line, then the exact old lines and the new \
-lines between these markers:\n\n\
+To change part of a file, give its path alone on a line, then the old lines, copied exactly \
+from the file, and the new lines between these markers:\n\n\
 src/hello.py\n\
 <<<<<<< SEARCH\n\
 print(\"hello\")\n\
@@ -237,7 +242,12 @@ mod tests {
             let spec = json!({"type": "function", "function": {"name": name}});
             specs.as_array_mut().unwrap().push(spec);
         }
-        assert!(tools_prompt(&specs).ends_with(EDITS));
+        let prompt = tools_prompt(&specs);
+        assert!(prompt.ends_with(EDITS));
+        assert!(
+            !prompt.contains("- write_file(") && !prompt.contains("- edit_file("),
+            "the blocks stand in for the two tools' JSON form"
+        );
         // The examples in the declaration are blocks the reader takes, one of each kind.
         let found = editblocks::read(EDITS, &["write_file", "edit_file"], false, true);
         let kinds: Vec<(&str, bool)> = found
