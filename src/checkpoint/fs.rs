@@ -149,6 +149,17 @@ fn major(dev: u64) -> u32 {
     (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32
 }
 
+/// `base/name`, or `name` at the top (built by hand: once per entry of every scan).
+fn join(base: &str, name: &str) -> String {
+    let mut rel = String::with_capacity(base.len() + 1 + name.len());
+    if !base.is_empty() {
+        rel.push_str(base);
+        rel.push('/');
+    }
+    rel.push_str(name);
+    rel
+}
+
 fn minor(dev: u64) -> u32 {
     (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32
 }
@@ -265,10 +276,7 @@ impl Walk<'_> {
             if ignore::always(text) {
                 continue;
             }
-            let rel = match base {
-                "" => text.to_string(),
-                _ => format!("{base}/{text}"),
-            };
+            let rel = join(base, text);
             let Ok(st) = statx(dir, name) else { continue };
             let kind = match st.mode & S_IFMT {
                 S_IFREG => Kind::File,

@@ -309,57 +309,84 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
     let stored = fields.next()?.parse().ok()?;
     // Collected first: a tree built from sorted pairs at once is much cheaper than by inserts.
     let mut entries = Vec::new();
-    let mut rest = &bytes[end + 1..];
-    while !rest.is_empty() {
-        let head_end = nth_space(rest, 7)?;
-        let head = std::str::from_utf8(&rest[..head_end]).ok()?;
-        rest = &rest[head_end + 1..];
-        let path_end = rest.iter().position(|&b| b == 0)?;
-        let path = std::str::from_utf8(&rest[..path_end]).ok()?.to_string();
-        rest = &rest[path_end + 1..];
-        let target_end = rest.iter().position(|&b| b == 0)?;
-        let target = &rest[..target_end];
-        rest = &rest[target_end + 1..];
-        let mut fields = head.split(' ');
-        let mut f = [""; 7];
-        for slot in &mut f {
-            *slot = fields.next()?;
-        }
-        let kind = match f[0] {
-            "f" => Kind::File,
-            "l" => Kind::Link,
-            "d" => Kind::Dir,
+    let mut rest = Fields(&bytes[end + 1..]);
+    while !rest.0.is_empty() {
+        let kind = match rest.until(b' ')? {
+            b"f" => Kind::File,
+            b"l" => Kind::Link,
+            b"d" => Kind::Dir,
             _ => return None,
+        };
+        let mode = u32::try_from(number(rest.until(b' ')?, 8)?).ok()?;
+        let size = number(rest.until(b' ')?, 10)?;
+        let mtime = signed(rest.until(b' ')?)?;
+        let ctime = signed(rest.until(b' ')?)?;
+        let ino = number(rest.until(b' ')?, 10)?;
+        let blob = match rest.until(b' ')? {
+            b"-" => None,
+            name => Some(Blob(number(name, 16)?)),
+        };
+        let path = String::from_utf8(rest.until(0)?.to_vec()).ok()?;
+        let target = rest.until(0)?;
+        let target = match kind {
+            Kind::Link => Some(std::str::from_utf8(target).ok()?.to_string()),
+            _ => None,
         };
         let entry = Entry {
             kind,
-            mode: u32::from_str_radix(f[1], 8).ok()?,
-            size: f[2].parse().ok()?,
-            mtime: f[3].parse().ok()?,
-            ctime: f[4].parse().ok()?,
-            ino: f[5].parse().ok()?,
-            blob: match f[6] {
-                "-" => None,
-                name => Some(Blob::parse(name)?),
-            },
-            target: match kind {
-                Kind::Link => Some(std::str::from_utf8(target).ok()?.to_string()),
-                _ => None,
-            },
+            mode,
+            size,
+            mtime,
+            ctime,
+            ino,
+            blob,
+            target,
         };
         entries.push((path, entry));
     }
     Some((scanned, stored, entries.into_iter().collect()))
 }
 
-/// The position of the `n`th space in `bytes`.
-fn nth_space(bytes: &[u8], n: usize) -> Option<usize> {
-    bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, &b)| b == b' ')
-        .nth(n - 1)
-        .map(|(i, _)| i)
+/// The index's fields, read in order from its bytes: the index is read before every turn
+/// that may change files, so it is parsed without splitting into strings.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    /// The bytes up to the next `end`, which is passed over.
+    fn until(&mut self, end: u8) -> Option<&'a [u8]> {
+        let at = self.0.iter().position(|&b| b == end)?;
+        let field = &self.0[..at];
+        self.0 = &self.0[at + 1..];
+        Some(field)
+    }
+}
+
+/// A number in `radix` (8, 10 or 16, lowercase), all of `field`; None when it is not one.
+fn number(field: &[u8], radix: u64) -> Option<u64> {
+    if field.is_empty() {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &b in field {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => return None,
+        };
+        if u64::from(digit) >= radix {
+            return None;
+        }
+        n = n.checked_mul(radix)?.checked_add(u64::from(digit))?;
+    }
+    Some(n)
+}
+
+/// A decimal number with an optional `-`.
+fn signed(field: &[u8]) -> Option<i64> {
+    match field.split_first() {
+        Some((b'-', digits)) => i64::try_from(number(digits, 10)?).ok().map(|n| -n),
+        _ => i64::try_from(number(field, 10)?).ok(),
+    }
 }
 
 #[cfg(test)]
@@ -413,6 +440,25 @@ mod tests {
         assert_eq!(decode(&bytes), Some((42, 7, t)));
         assert_eq!(decode(b"something else\n"), None);
         assert_eq!(decode(&bytes[..bytes.len() - 3]), None);
+        // Negative times, and each field's number checked whole.
+        let mut old = file("ff", 5);
+        (old.mtime, old.ctime) = (-3, i64::MAX);
+        let t = tree(&[("old", old)]);
+        assert_eq!(decode(&encode(1, 2, &t)), Some((1, 2, t)));
+        let entry = |fields: &str| decode(format!("turn-index 1 0 0\n{fields} p\0\0").as_bytes());
+        assert!(entry("f 644 3 10 10 1 1f").is_some());
+        for bad in [
+            "f 648 3 10 10 1 -",                  // not octal
+            "f 644 3a 10 10 1 -",                 // not decimal
+            "f 644 3 10 10 1 1F",                 // kept copies are lowercase hex
+            "f 644 3  10 1 -",                    // an empty field
+            "f 644 18446744073709551616 1 1 1 -", // over u64
+            "f 644 3 9223372036854775808 1 1 -",  // over i64
+            "x 644 3 10 10 1 -",                  // no such kind
+            "f 644 3 10 10 1",                    // a field short
+        ] {
+            assert_eq!(entry(bad), None, "{bad}");
+        }
     }
 
     #[test]
