@@ -149,6 +149,10 @@ fn major(dev: u64) -> u32 {
     (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32
 }
 
+fn minor(dev: u64) -> u32 {
+    (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32
+}
+
 /// `base/name`, or `name` at the top (built by hand: once per entry of every scan).
 fn join(base: &str, name: &str) -> String {
     let mut rel = String::with_capacity(base.len() + 1 + name.len());
@@ -158,10 +162,6 @@ fn join(base: &str, name: &str) -> String {
     }
     rel.push_str(name);
     rel
-}
-
-fn minor(dev: u64) -> u32 {
-    (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32
 }
 
 impl Walk<'_> {

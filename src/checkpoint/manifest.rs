@@ -41,9 +41,9 @@ pub struct Entry {
 pub struct Blob(pub u64);
 
 impl Blob {
-    /// A name as the index and the log hold it (hex digits).
-    pub fn parse(name: &str) -> Option<Blob> {
-        u64::from_str_radix(name, 16).ok().map(Blob)
+    /// A name as the index and the log hold it (lowercase hex digits, as `Display` writes it).
+    pub fn parse(name: &[u8]) -> Option<Blob> {
+        number(name, 16).map(Blob)
     }
 }
 
@@ -145,7 +145,7 @@ impl Change {
                 ino: f[5].as_u64()?,
                 blob: match &f[6] {
                     Value::Null => None,
-                    name => Some(Blob::parse(name.as_str()?)?),
+                    name => Some(Blob::parse(name.as_str()?.as_bytes())?),
                 },
                 target: text(&f[7]),
             }))
@@ -324,7 +324,7 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
         let ino = number(rest.until(b' ')?, 10)?;
         let blob = match rest.until(b' ')? {
             b"-" => None,
-            name => Some(Blob(number(name, 16)?)),
+            name => Some(Blob::parse(name)?),
         };
         let path = String::from_utf8(rest.until(0)?.to_vec()).ok()?;
         let target = rest.until(0)?;
