@@ -836,3 +836,69 @@ def text_calls(text):
             count += 1
         i = text.find("{", end)
     return count
+
+
+# The shapes docs/local-models.md ("Calls written as text") says turn reads as calls, written
+# here apart from turn's code so a check on them can fail: fences of these languages, and tags.
+CALL_FENCES = ("", "json", "tool_call", "tool_calls", "xml", "tool")
+CALL_TAGS = ("tool_call", "tools", "tool", "function_call", "response", "json", "JSON", "xml")
+
+
+def _only_calls(text):
+    """How many call objects to turn's tools `text` is, when it is nothing else (objects or
+    arrays of them, separated by white space, `;` or `,`); else 0. Strict JSON only: turn also
+    reads strings it repairs, so this counts no more than turn runs."""
+    decoder, count, i, text = json.JSONDecoder(), 0, 0, text.strip()
+    while i < len(text):
+        try:
+            value, i = decoder.raw_decode(text, i)
+        except ValueError:
+            return 0
+        for item in value if isinstance(value, list) and value else [value]:
+            if not isinstance(item, dict):
+                return 0
+            if isinstance(item.get("function"), dict) and set(item) <= {"function", "type", "id"}:
+                item = item["function"]
+            arguments = item.get("arguments", item.get("parameters"))
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    return 0
+            if not (set(item) <= {"name", "arguments", "parameters", "type", "id"}
+                    and item.get("name") in TOOL_NAMES and isinstance(arguments, dict)):
+                return 0
+            count += 1
+        while i < len(text) and (text[i].isspace() or text[i] in ";,"):
+            i += 1
+    return count
+
+
+def standalone_calls(text):
+    """How many calls to turn's tools `text` holds in the shapes turn documents as calls: the
+    whole message, a fence's whole content (call languages or none), a call tag's content, the
+    first or the last paragraph. An object quoted inside a sentence, or in a ```bash block, is
+    an answer there and is not counted (text_calls counts every call-shaped object)."""
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    elif text.lstrip().startswith("<think>"):
+        return 0
+    text = text.strip()
+    if text.startswith("<|python_tag|>"):
+        text = text[len("<|python_tag|>"):]
+    whole = _only_calls(text)
+    if whole:
+        return whole
+    found = 0
+    for info, body in re.findall(r"^ {0,3}```([^`\n]*)\n(.*?)^\s*```\s*$", text, re.M | re.S):
+        if info.strip().lower() in CALL_FENCES:
+            found += _only_calls(body)
+    for tag in CALL_TAGS:
+        for body in re.findall(rf"<{tag}>(.*?)(?:</{tag}>|$)", text, re.S):
+            found += _only_calls(body)
+    if found:
+        return found
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    if paragraphs and paragraphs[0].lstrip().startswith("{"):
+        found = _only_calls(paragraphs[0])
+    return found or (_only_calls(paragraphs[-1]) if len(paragraphs) > 1 else 0)
