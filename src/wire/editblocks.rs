@@ -136,6 +136,58 @@ impl Edit {
     }
 }
 
+/// A write_file or edit_file call's arguments written as the block that reads back as it
+/// (`read`): a whole file, or a search/replace block. The text protocol shows the model its
+/// own writes in the syntax it declared. `None` for other tools and for arguments no block
+/// can carry (missing fields, `replace_all`, a path that is no path line).
+pub fn written(name: &str, arguments: &str) -> Option<String> {
+    let args: serde_json::Map<String, serde_json::Value> = serde_json::from_str(arguments).ok()?;
+    let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    let path = text("path").filter(|p| path_line(p) == Some(*p))?;
+    let line_end = |s: &str| {
+        if s.is_empty() || s.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        }
+    };
+    match name {
+        "write_file" if args.len() == 2 => Some(whole_file(path, text("content")?)),
+        "edit_file" if args.len() == 3 => {
+            let (old, new) = (text("old_text")?, text("new_text")?);
+            let block = format!(
+                "{path}\n{SEARCH}\n{old}{}{DIVIDER}\n{new}{}{REPLACE}",
+                line_end(old),
+                line_end(new)
+            );
+            // Markers inside the texts would read back as another block.
+            let markers = |s: &str| {
+                s.lines()
+                    .any(|l| [SEARCH, DIVIDER, REPLACE].iter().any(|m| is(l, m)))
+            };
+            (!markers(old) && !markers(new)).then_some(block)
+        }
+        _ => None,
+    }
+}
+
+/// `content` as a whole-file block for `path`: the path line, then a fence longer than any
+/// run of backticks that starts a line of the content.
+pub fn whole_file(path: &str, content: &str) -> String {
+    let longest = content
+        .lines()
+        .map(|l| l.trim_start().len() - l.trim_start().trim_start_matches('`').len())
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let end = if content.is_empty() || content.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    format!("{path}\n{fence}\n{content}{end}{fence}")
+}
+
 /// The edit block that begins at `lines[i]`, if one does, and the index of the line after it.
 fn block(lines: &[&str], i: usize) -> Option<(usize, Edit)> {
     let line = lines[i];
@@ -280,6 +332,59 @@ mod tests {
         assert!(f.edit);
         let args: Value = serde_json::from_str(&f.arguments).unwrap();
         (f.name.clone(), args, f.error.clone())
+    }
+
+    #[test]
+    fn calls_written_as_blocks_read_back_as_the_same_calls() {
+        let calls = [
+            (
+                "write_file",
+                json!({"path": "src/a.py", "content": "x = 1\n"}),
+            ),
+            (
+                "write_file",
+                json!({"path": "a.md", "content": "```sh\nls\n```\n````\n"}),
+            ),
+            ("write_file", json!({"path": "e.txt", "content": ""})),
+            (
+                "edit_file",
+                json!({"path": "a.py", "old_text": "x = 1\n", "new_text": "x = 2\n"}),
+            ),
+            (
+                "edit_file",
+                json!({"path": "a.py", "old_text": "a\nb\n", "new_text": ""}),
+            ),
+        ];
+        for (name, args) in calls {
+            let block = written(name, &args.to_string()).expect(name);
+            let (got, back, error) = one(&block);
+            assert_eq!((got.as_str(), &back, error), (name, &args, None), "{block}");
+        }
+        // Content without a last newline reads back with one.
+        let block = written("write_file", r#"{"path": "a", "content": "x"}"#);
+        assert_eq!(block, None, "a path line has a / or a .");
+        let block = written("write_file", r#"{"path": "a.txt", "content": "x"}"#).unwrap();
+        assert_eq!(one(&block).1["content"], "x\n");
+        // What no block carries stays a JSON call.
+        for (name, args) in [
+            ("bash", json!({"command": "ls"})),
+            (
+                "edit_file",
+                json!({"path": "a.py", "old_text": "a", "new_text": "b", "replace_all": true}),
+            ),
+            (
+                "edit_file",
+                json!({"path": "a.py", "old_text": "=======\n", "new_text": "b"}),
+            ),
+            (
+                "write_file",
+                json!({"path": "two words.txt", "content": "x"}),
+            ),
+            ("write_file", json!({"path": "a.txt"})),
+        ] {
+            assert_eq!(written(name, &args.to_string()), None, "{name} {args}");
+        }
+        assert_eq!(written("write_file", "not json"), None);
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! that history into the plain conversation such a server takes: no `tool_calls`, no `tool`
 //! role; the tools, the one call format and the edit syntaxes (`EDITS`: a whole file after
 //! its path, a search/replace block; see editblocks) are described at the end of the system
-//! prompt (`tools_prompt`), each call appears as the model wrote it (or in that format), and
-//! results come back as user messages naming the call.
+//! prompt (`tools_prompt`), each call appears as the model wrote it (or in that format: a
+//! write as its edit block where those are declared), and results come back as user messages
+//! naming the call (a file read whole as the block that would write it, where they are
+//! declared: the history shows the model the syntax it is asked to write).
 //!
 //! Pure: messages in, messages out.
 
@@ -142,7 +144,10 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
     if history.first().is_none_or(|m| m.role != Role::System) {
         out.push(Message::system(prompt));
     }
-    let mut names: HashMap<&str, &str> = HashMap::new();
+    // The edit syntaxes are declared: writes show as blocks, and whole files read as the
+    // block that would write them, so the model's history shows the syntax it is to use.
+    let declared = prompt.ends_with(EDITS);
+    let mut calls: HashMap<&str, (&str, &str)> = HashMap::new();
     for message in history {
         let text = message.content.as_deref().unwrap_or_default();
         let (role, text) = match message.role {
@@ -150,14 +155,25 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
             Role::User => (Role::User, text.to_string()),
             Role::Assistant => {
                 for call in &message.tool_calls {
-                    names.insert(&call.id, &call.function.name);
+                    let function = (
+                        call.function.name.as_str(),
+                        call.function.arguments.as_str(),
+                    );
+                    calls.insert(&call.id, function);
                 }
-                (Role::Assistant, assistant_text(message, tools))
+                (Role::Assistant, assistant_text(message, tools, declared))
             }
             Role::Tool => {
                 let id = message.tool_call_id.as_deref().unwrap_or_default();
-                let name = names.get(id).copied().unwrap_or("tool");
-                (Role::User, format!("Result of {name} call {id}:\n{text}"))
+                let (name, arguments) = calls.get(id).copied().unwrap_or(("tool", "{}"));
+                let file = match (name, whole_read(text)) {
+                    ("read_file", Some(content)) if declared => path_of(arguments)
+                        .filter(|path| editblocks::path_line(path) == Some(path))
+                        .map(|path| editblocks::whole_file(&path, &content)),
+                    _ => None,
+                };
+                let shown = file.as_deref().unwrap_or(text);
+                (Role::User, format!("Result of {name} call {id}:\n{shown}"))
             }
         };
         // Results of several calls, or a prompt after a result, join into one user message:
@@ -178,9 +194,32 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
     out
 }
 
+/// The content of a file read whole by read_file, from its numbered lines (`     1\tline`, from
+/// 1 on, none cut and no note after them); `None` for a page of a file, or anything else.
+fn whole_read(output: &str) -> Option<String> {
+    let mut content = String::with_capacity(output.len());
+    for (n, line) in output.split_inclusive('\n').enumerate() {
+        let (number, body) = line.split_once('\t')?;
+        if number.trim_start().parse::<usize>().ok()? != n + 1
+            || !line.ends_with('\n')
+            || body.contains("… [line cut at ")
+        {
+            return None;
+        }
+        content.push_str(body);
+    }
+    (!content.is_empty()).then_some(content)
+}
+
+/// The `path` argument of a call's arguments.
+fn path_of(arguments: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(arguments).ok()?;
+    value["path"].as_str().map(str::to_string)
+}
+
 /// An assistant message's text, with its calls written out when the text does not show them
-/// (as calls or edit blocks).
-fn assistant_text(message: &Message, tools: &[&str]) -> String {
+/// (as calls or edit blocks; writes as edit blocks when those are `declared`).
+fn assistant_text(message: &Message, tools: &[&str], declared: bool) -> String {
     let mut text = message.content.clone().unwrap_or_default();
     if message.tool_calls.is_empty() || !editblocks::read(&text, tools, false, true).is_empty() {
         return text;
@@ -190,6 +229,13 @@ fn assistant_text(message: &Message, tools: &[&str]) -> String {
             .unwrap_or_else(|_| Value::Object(Default::default()));
         if !text.is_empty() {
             text.push_str("\n\n");
+        }
+        let block = declared
+            .then(|| editblocks::written(&call.function.name, &call.function.arguments))
+            .flatten();
+        if let Some(block) = block {
+            text.push_str(&block);
+            continue;
         }
         text.push_str(&format!(
             "```json\n{{\"name\": {}, \"arguments\": {arguments}}}\n```",
@@ -304,6 +350,68 @@ mod tests {
         assert!(out
             .iter()
             .all(|m| m.tool_calls.is_empty() && m.tool_call_id.is_none()));
+    }
+
+    #[test]
+    fn where_the_edit_syntaxes_are_declared_writes_and_whole_reads_show_as_blocks() {
+        let history = vec![
+            Message::user("fix a.py"),
+            Message::assistant(
+                None,
+                vec![ToolCall::new("c1", "read_file", r#"{"path":"a.py"}"#)],
+            ),
+            Message::tool("c1", "     1\tx = 1\n     2\t\n"),
+            Message::assistant(
+                None,
+                vec![ToolCall::new("c2", "read_file", r#"{"path":"b.py"}"#)],
+            ),
+            Message::tool(
+                "c2",
+                "     1\ty\n[lines 1-1 of 9; call read_file with offset=2 to read more]",
+            ),
+            Message::assistant(
+                None,
+                vec![ToolCall::new(
+                    "c3",
+                    "write_file",
+                    r#"{"path":"a.py","content":"x = 2\n"}"#,
+                )],
+            ),
+            Message::tool("c3", "Overwrote a.py (6 bytes)"),
+        ];
+        assert_eq!(whole_read("     2\tx\n"), None, "not from line 1");
+        assert_eq!(whole_read("     1\tx… [line cut at 2000 chars]\n"), None);
+        assert_eq!(whole_read("(a.py is empty)"), None);
+        assert_eq!(
+            whole_read("     1\tx"),
+            None,
+            "no newline after the last line"
+        );
+        let declared = format!("TOOLS{EDITS}");
+        let tools = ["bash", "read_file", "write_file", "edit_file"];
+        let out = render(&history, &declared, &tools);
+        let text = |i: usize| out[i].content.as_deref().unwrap();
+        assert_eq!(
+            text(3),
+            "Result of read_file call c1:\na.py\n```\nx = 1\n\n```"
+        );
+        assert!(
+            text(5).contains("     1\ty\n[lines 1-1 of 9"),
+            "a page stays numbered"
+        );
+        assert_eq!(text(6), "a.py\n```\nx = 2\n```");
+        // The same history where they are not declared: JSON calls and numbered lines.
+        let out = render(&history, "TOOLS", &tools);
+        assert!(out[3]
+            .content
+            .as_deref()
+            .unwrap()
+            .ends_with("     1\tx = 1\n     2\t\n"));
+        assert!(out[6]
+            .content
+            .as_deref()
+            .unwrap()
+            .starts_with("```json\n{\"name\": \"write_file\""));
     }
 
     #[test]
