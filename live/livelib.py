@@ -866,6 +866,7 @@ def _only_calls(text):
                 except ValueError:
                     return 0
             if not (set(item) <= {"name", "arguments", "parameters", "type", "id"}
+                    and item.get("type", "function") == "function" and isinstance(item.get("id", ""), str)
                     and item.get("name") in TOOL_NAMES and isinstance(arguments, dict)):
                 return 0
             count += 1
