@@ -43,7 +43,7 @@ pub struct Blob(pub u64);
 impl Blob {
     /// A name as the index and the log hold it (lowercase hex digits, as `Display` writes it).
     pub fn parse(name: &[u8]) -> Option<Blob> {
-        number(name, 16).map(Blob)
+        number::<16>(name).map(Blob)
     }
 }
 
@@ -317,11 +317,11 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
             b"d" => Kind::Dir,
             _ => return None,
         };
-        let mode = u32::try_from(number(rest.until(b' ')?, 8)?).ok()?;
-        let size = number(rest.until(b' ')?, 10)?;
+        let mode = u32::try_from(number::<8>(rest.until(b' ')?)?).ok()?;
+        let size = number::<10>(rest.until(b' ')?)?;
         let mtime = signed(rest.until(b' ')?)?;
         let ctime = signed(rest.until(b' ')?)?;
-        let ino = number(rest.until(b' ')?, 10)?;
+        let ino = number::<10>(rest.until(b' ')?)?;
         let blob = match rest.until(b' ')? {
             b"-" => None,
             name => Some(Blob::parse(name)?),
@@ -361,22 +361,29 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// A number in `radix` (8, 10 or 16, lowercase), all of `field`; None when it is not one.
-fn number(field: &[u8], radix: u64) -> Option<u64> {
+/// A number in `RADIX` (8, 10 or 16, lowercase), all of `field`; None when it is not one. The
+/// index holds five a file, read before every turn that may change files: a field too short
+/// to overflow is summed without checks.
+fn number<const RADIX: u64>(field: &[u8]) -> Option<u64> {
+    let short = field.len() <= if RADIX == 16 { 15 } else { 19 };
     if field.is_empty() {
         return None;
     }
     let mut n: u64 = 0;
     for &b in field {
-        let digit = match b {
+        let digit = u64::from(match b {
             b'0'..=b'9' => b - b'0',
             b'a'..=b'f' => b - b'a' + 10,
             _ => return None,
-        };
-        if u64::from(digit) >= radix {
+        });
+        if digit >= RADIX {
             return None;
         }
-        n = n.checked_mul(radix)?.checked_add(u64::from(digit))?;
+        n = if short {
+            n * RADIX + digit
+        } else {
+            n.checked_mul(RADIX)?.checked_add(digit)?
+        };
     }
     Some(n)
 }
@@ -384,8 +391,8 @@ fn number(field: &[u8], radix: u64) -> Option<u64> {
 /// A decimal number with an optional `-`.
 fn signed(field: &[u8]) -> Option<i64> {
     match field.split_first() {
-        Some((b'-', digits)) => i64::try_from(number(digits, 10)?).ok().map(|n| -n),
-        _ => i64::try_from(number(field, 10)?).ok(),
+        Some((b'-', digits)) => i64::try_from(number::<10>(digits)?).ok().map(|n| -n),
+        _ => i64::try_from(number::<10>(field)?).ok(),
     }
 }
 
@@ -454,6 +461,8 @@ mod tests {
             "f 644 3  10 1 -",                    // an empty field
             "f 644 18446744073709551616 1 1 1 -", // over u64
             "f 644 3 9223372036854775808 1 1 -",  // over i64
+            "f 644 99999999999999999999 1 1 1 -", // over u64, as long as its digits
+            "f 644 3 10 10 1 10000000000000000",  // a kept copy over u64
             "x 644 3 10 10 1 -",                  // no such kind
             "f 644 3 10 10 1",                    // a field short
         ] {
