@@ -362,8 +362,8 @@ impl<'a> Fields<'a> {
 }
 
 /// A number in `RADIX` (8, 10 or 16, lowercase), all of `field`; None when it is not one. The
-/// index holds five a file, read before every turn that may change files: a field too short
-/// to overflow is summed without checks.
+/// index holds five numbers a file and is read before every turn that may change files, so a
+/// field too short to overflow is summed without checks.
 fn number<const RADIX: u64>(field: &[u8]) -> Option<u64> {
     let short = field.len() <= if RADIX == 16 { 15 } else { 19 };
     if field.is_empty() {

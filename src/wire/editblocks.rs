@@ -360,9 +360,9 @@ mod tests {
             let (got, back, error) = one(&block);
             assert_eq!((got.as_str(), &back, error), (name, &args, None), "{block}");
         }
-        // Content without a last newline reads back with one.
         let block = written("write_file", r#"{"path": "a", "content": "x"}"#);
         assert_eq!(block, None, "a path line has a / or a .");
+        // Content without a last newline reads back with one.
         let block = written("write_file", r#"{"path": "a.txt", "content": "x"}"#).unwrap();
         assert_eq!(one(&block).1["content"], "x\n");
         // What no block carries stays a JSON call.
