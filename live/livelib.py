@@ -824,18 +824,23 @@ def text_calls(text):
         except ValueError:
             i = text.find("{", i + 1)
             continue
-        arguments = value.get("arguments", value.get("parameters")) if isinstance(value, dict) else None
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                arguments = None
-        # As turn reads them (docs/local-models.md): arguments are an object, or a string
-        # holding one; a list of commands is no call.
-        if isinstance(value, dict) and value.get("name") in TOOL_NAMES and isinstance(arguments, dict):
+        if isinstance(value, dict) and value.get("name") in TOOL_NAMES and _arguments(value) is not None:
             count += 1
         i = text.find("{", end)
     return count
+
+
+def _arguments(item):
+    """A call object's arguments as turn reads them (docs/local-models.md): `arguments` (or
+    `parameters`) as an object, or a string holding one; else None (a list of commands is no
+    call)."""
+    arguments = item.get("arguments", item.get("parameters"))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    return arguments if isinstance(arguments, dict) else None
 
 
 # The shapes docs/local-models.md ("Calls written as text") says turn reads as calls, written
@@ -859,15 +864,9 @@ def _only_calls(text):
                 return 0
             if isinstance(item.get("function"), dict) and set(item) <= {"function", "type", "id"}:
                 item = item["function"]
-            arguments = item.get("arguments", item.get("parameters"))
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except ValueError:
-                    return 0
             if not (set(item) <= {"name", "arguments", "parameters", "type", "id"}
                     and item.get("type", "function") == "function" and isinstance(item.get("id", ""), str)
-                    and item.get("name") in TOOL_NAMES and isinstance(arguments, dict)):
+                    and item.get("name") in TOOL_NAMES and _arguments(item) is not None):
                 return 0
             count += 1
         while i < len(text) and (text[i].isspace() or text[i] in ";,"):

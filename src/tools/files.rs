@@ -18,6 +18,8 @@ pub(super) const DEFAULT_LINES: usize = 2000;
 
 /// Longer lines are cut: minified files would otherwise eat the whole budget in one line.
 const MAX_LINE_CHARS: usize = 2000;
+/// What follows a line read_file cut at `MAX_LINE_CHARS`.
+pub const LINE_CUT: &str = "… [line cut at";
 
 #[derive(Deserialize)]
 pub(super) struct ReadArgs {
@@ -138,7 +140,7 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
         let mut entry = format!("{total:>6}\t");
         if body.chars().count() > MAX_LINE_CHARS {
             let cut: String = body.chars().take(MAX_LINE_CHARS).collect();
-            entry.push_str(&format!("{cut}… [line cut at {MAX_LINE_CHARS} chars]"));
+            entry.push_str(&format!("{cut}{LINE_CUT} {MAX_LINE_CHARS} chars]"));
         } else {
             entry.push_str(body);
         }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 pub mod declared;
 mod files;
-pub use files::fixable;
+pub use files::{fixable, LINE_CUT};
 pub mod mcp;
 pub mod nearmatch;
 pub mod replace;

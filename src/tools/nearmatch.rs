@@ -137,26 +137,31 @@ fn reindent(text: String, wrote: &str, have: &str) -> String {
 /// when the text has fewer than two lines or any line is not numbered so. The caller uses it
 /// only where the numbered text cannot be meant (see files.rs): a TSV may look the same.
 pub fn unnumbered(text: &str) -> Option<String> {
+    let (_, lines, joined) = strip_numbers(text)?;
+    (lines >= 2).then_some(joined)
+}
+
+/// `text` without the line numbers read_file puts before each line, when every line has one
+/// and they count up by one: the first line's number, how many lines, and the text (its last
+/// newline kept if it had one). `None` when a line is not numbered so.
+pub fn strip_numbers(text: &str) -> Option<(u64, usize, String)> {
     let body = text.strip_suffix('\n').unwrap_or(text);
-    let mut next = None;
+    let mut first = None;
     let mut out = Vec::new();
     for line in body.split('\n') {
         let (number, rest) = line.trim_start_matches(' ').split_once('\t')?;
         let number: u64 = number.parse().ok()?;
-        if next.is_some_and(|n| n != number) {
+        let start = *first.get_or_insert(number);
+        if number != start + out.len() as u64 {
             return None;
         }
-        next = Some(number + 1);
         out.push(rest);
-    }
-    if out.len() < 2 {
-        return None;
     }
     let mut joined = out.join("\n");
     if body.len() < text.len() {
         joined.push('\n');
     }
-    Some(joined)
+    Some((first?, out.len(), joined))
 }
 
 /// Most lines `closest` compares, and most it shows around its best place.

@@ -144,13 +144,6 @@ pub fn written(name: &str, arguments: &str) -> Option<String> {
     let args: serde_json::Map<String, serde_json::Value> = serde_json::from_str(arguments).ok()?;
     let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
     let path = text("path").filter(|p| path_line(p) == Some(*p))?;
-    let line_end = |s: &str| {
-        if s.is_empty() || s.ends_with('\n') {
-            ""
-        } else {
-            "\n"
-        }
-    };
     match name {
         "write_file" if args.len() == 2 => Some(whole_file(path, text("content")?)),
         "edit_file" if args.len() == 3 => {
@@ -180,12 +173,16 @@ pub fn whole_file(path: &str, content: &str) -> String {
         .max()
         .unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
-    let end = if content.is_empty() || content.ends_with('\n') {
+    format!("{path}\n{fence}\n{content}{}{fence}", line_end(content))
+}
+
+/// The newline a block needs after `text` before its next marker or fence.
+fn line_end(text: &str) -> &'static str {
+    if text.is_empty() || text.ends_with('\n') {
         ""
     } else {
         "\n"
-    };
-    format!("{path}\n{fence}\n{content}{end}{fence}")
+    }
 }
 
 /// The edit block that begins at `lines[i]`, if one does, and the index of the line after it.

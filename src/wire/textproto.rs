@@ -13,6 +13,8 @@
 //!
 //! Pure: messages in, messages out.
 
+use crate::tools::nearmatch::strip_numbers;
+use crate::tools::LINE_CUT;
 use crate::wire::editblocks;
 use crate::wire::message::{Message, Role};
 use serde_json::Value;
@@ -166,10 +168,11 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
             Role::Tool => {
                 let id = message.tool_call_id.as_deref().unwrap_or_default();
                 let (name, arguments) = calls.get(id).copied().unwrap_or(("tool", "{}"));
-                let file = match (name, whole_read(text)) {
-                    ("read_file", Some(content)) if declared => path_of(arguments)
+                let file = match name {
+                    "read_file" if declared => path_of(arguments)
                         .filter(|path| editblocks::path_line(path) == Some(path))
-                        .map(|path| editblocks::whole_file(&path, &content)),
+                        .zip(whole_read(text))
+                        .map(|(path, content)| editblocks::whole_file(&path, &content)),
                     _ => None,
                 };
                 let shown = file.as_deref().unwrap_or(text);
@@ -197,18 +200,13 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
 /// The content of a file read whole by read_file, from its numbered lines (`     1\tline`, from
 /// 1 on, none cut and no note after them); `None` for a page of a file, or anything else.
 fn whole_read(output: &str) -> Option<String> {
-    let mut content = String::with_capacity(output.len());
-    for (n, line) in output.split_inclusive('\n').enumerate() {
-        let (number, body) = line.split_once('\t')?;
-        if number.trim_start().parse::<usize>().ok()? != n + 1
-            || !line.ends_with('\n')
-            || body.contains("… [line cut at ")
-        {
-            return None;
-        }
-        content.push_str(body);
+    if !output.ends_with('\n') || output.contains(LINE_CUT) {
+        return None;
     }
-    (!content.is_empty()).then_some(content)
+    match strip_numbers(output)? {
+        (1, _, content) => Some(content),
+        _ => None,
+    }
 }
 
 /// The `path` argument of a call's arguments.
