@@ -46,7 +46,8 @@ const S_IFLNK: u32 = 0o120000;
 
 /// What a scan found, and what it left out that the user should hear about.
 pub struct Scan {
-    pub tree: Tree,
+    /// In walk order (`manifest::walk_order`) for a full scan.
+    pub entries: Vec<(String, Entry)>,
     /// Names that are not UTF-8, which checkpoints cannot name (left out).
     pub unnamed: usize,
 }
@@ -140,7 +141,7 @@ pub fn scan(
         }
     }
     Ok(Scan {
-        tree: walk.entries.into_iter().collect(),
+        entries: walk.entries,
         unnamed: walk.unnamed,
     })
 }
@@ -723,7 +724,9 @@ mod tests {
         let mut watcher = Watcher::new().expect("inotify");
         let mut old = scan(root, None, 1000, Some(&mut watcher), None)
             .unwrap()
-            .tree;
+            .entries
+            .into_iter()
+            .collect::<Tree>();
         for entry in old.values_mut().filter(|e| e.kind != Kind::Dir) {
             entry.mtime = 42;
         }
@@ -735,7 +738,9 @@ mod tests {
         };
         let tree = scan(root, None, 1000, Some(&mut watcher), Some(partial))
             .unwrap()
-            .tree;
+            .entries
+            .into_iter()
+            .collect::<Tree>();
         fs::remove_dir_all(root).unwrap();
         tree
     }

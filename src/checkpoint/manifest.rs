@@ -271,34 +271,181 @@ pub fn plan(
     Ok(out)
 }
 
-/// The index file: a header line, then per entry `K mode size mtime ctime ino blob path\0
-/// target\0` (K: f, l or d; blob `-` for none), so any path but one with a NUL fits.
+/// The index file: a header line `turn-index 2 <scanned> <stored> <entries> <bytes>`, then
+/// each entry's `identity` in walk order (`walk_order`; `<bytes>` in all), then each entry's
+/// kept copy in the same order (8 bytes, little-endian, 0 for none: copies are numbered from
+/// the clock). A scan of a tree unchanged since produces the identities byte for byte, so the
+/// common case is one comparison and no decoding (`kept_if_same`). Version 1 (text) is still
+/// read.
 pub fn encode(scanned: i64, stored: u64, tree: &Tree) -> Vec<u8> {
-    let mut out = format!("turn-index 1 {scanned} {stored}\n").into_bytes();
-    for (path, e) in tree {
-        let kind = match e.kind {
-            Kind::File => 'f',
-            Kind::Link => 'l',
-            Kind::Dir => 'd',
-        };
-        let blob = e.blob.map_or("-".to_string(), |b| b.to_string());
-        out.extend_from_slice(
-            format!(
-                "{kind} {:o} {} {} {} {} {blob} ",
-                e.mode, e.size, e.mtime, e.ctime, e.ino
-            )
-            .as_bytes(),
-        );
-        out.extend_from_slice(path.as_bytes());
-        out.push(0);
-        out.extend_from_slice(e.target.as_deref().unwrap_or("").as_bytes());
-        out.push(0);
+    let mut order: Vec<(&String, &Entry)> = tree.iter().collect();
+    order.sort_by(|a, b| walk_order(a.0, b.0));
+    let mut identities = Vec::with_capacity(order.len() * 64);
+    for (path, e) in &order {
+        identity(&mut identities, path, e);
+    }
+    let mut out = format!(
+        "turn-index 2 {scanned} {stored} {} {}\n",
+        order.len(),
+        identities.len()
+    )
+    .into_bytes();
+    out.append(&mut identities);
+    for (_, e) in &order {
+        out.extend_from_slice(&e.blob.map_or(0, |b| b.0).to_le_bytes());
     }
     out
 }
 
+/// The order a scan walks in: by path components, each directory's names in byte order, and
+/// a directory followed by what is beneath it (`a`, `a/b`, `a.txt`); that is byte order with
+/// `/` below every other byte (no name holds a `/` or a NUL).
+pub fn walk_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |c: u8| if c == b'/' { 0 } else { c };
+    a.bytes().map(key).cmp(b.bytes().map(key))
+}
+
+/// Appends what identifies `e` at `path` (all but its kept copy): the kind (`f`, `l`, `d`),
+/// mode, size, mtime, ctime and inode, little-endian, then the path and the symlink's target,
+/// each after its length.
+pub fn identity(out: &mut Vec<u8>, path: &str, e: &Entry) {
+    // The fixed part in one piece: this runs for every file of every scan.
+    let mut fixed = [0u8; 41];
+    fixed[0] = match e.kind {
+        Kind::File => b'f',
+        Kind::Link => b'l',
+        Kind::Dir => b'd',
+    };
+    fixed[1..5].copy_from_slice(&e.mode.to_le_bytes());
+    for (at, n) in [e.size, e.mtime as u64, e.ctime as u64, e.ino]
+        .iter()
+        .enumerate()
+    {
+        fixed[5 + 8 * at..13 + 8 * at].copy_from_slice(&n.to_le_bytes());
+    }
+    fixed[37..].copy_from_slice(&(path.len() as u32).to_le_bytes());
+    out.extend_from_slice(&fixed);
+    out.extend_from_slice(path.as_bytes());
+    let target = e.target.as_deref().unwrap_or("");
+    out.extend_from_slice(&(target.len() as u32).to_le_bytes());
+    out.extend_from_slice(target.as_bytes());
+}
+
+/// A version 2 index, in its parts.
+struct Parts<'a> {
+    scanned: i64,
+    stored: u64,
+    count: usize,
+    identities: &'a [u8],
+    kept: &'a [u8],
+}
+
+fn parts(bytes: &[u8]) -> Option<Parts<'_>> {
+    let end = bytes.iter().position(|&b| b == b'\n')?;
+    let mut fields = std::str::from_utf8(&bytes[..end]).ok()?.split(' ');
+    if (fields.next()?, fields.next()?) != ("turn-index", "2") {
+        return None;
+    }
+    let scanned = fields.next()?.parse().ok()?;
+    let stored = fields.next()?.parse().ok()?;
+    let count: usize = fields.next()?.parse().ok()?;
+    let length: usize = fields.next()?.parse().ok()?;
+    let body = &bytes[end + 1..];
+    if fields.next().is_some() || body.len() != length.checked_add(count.checked_mul(8)?)? {
+        return None;
+    }
+    let (identities, kept) = body.split_at(length);
+    Some(Parts {
+        scanned,
+        stored,
+        count,
+        identities,
+        kept,
+    })
+}
+
+/// An index's scan time and stored bytes, without decoding its tree.
+pub fn header(bytes: &[u8]) -> Option<(i64, u64)> {
+    match parts(bytes) {
+        Some(p) => Some((p.scanned, p.stored)),
+        None => decode_v1(bytes).map(|(scanned, stored, _)| (scanned, stored)),
+    }
+}
+
+/// When `identities` (a scan's, in walk order) are the index's byte for byte: each entry's
+/// kept copy, in that order; else None (the index is then decoded and compared).
+pub fn kept_if_same(index: &[u8], identities: &[u8]) -> Option<Vec<Option<Blob>>> {
+    let Parts {
+        identities: stored,
+        kept,
+        ..
+    } = parts(index)?;
+    if stored != identities {
+        return None;
+    }
+    let blob = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+    Some(
+        kept.chunks_exact(8)
+            .map(|b| Some(blob(b)).filter(|&n| n != 0).map(Blob))
+            .collect(),
+    )
+}
+
 /// The index's scan time, stored bytes and tree; None when it is not one (a fresh start).
 pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
+    let Some(Parts {
+        scanned,
+        stored,
+        count,
+        identities,
+        kept,
+    }) = parts(bytes)
+    else {
+        return decode_v1(bytes);
+    };
+    let mut rest = identities;
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let (field, after) = rest.split_at_checked(n)?;
+        rest = after;
+        Some(field)
+    };
+    let mut entries = Vec::with_capacity(count);
+    for copy in kept.chunks_exact(8) {
+        let kind = match take(1)? {
+            b"f" => Kind::File,
+            b"l" => Kind::Link,
+            b"d" => Kind::Dir,
+            _ => return None,
+        };
+        let mode = u32::from_le_bytes(take(4)?.try_into().ok()?);
+        let mut number = || Some(u64::from_le_bytes(take(8)?.try_into().ok()?));
+        let (size, mtime, ctime, ino) = (number()?, number()? as i64, number()? as i64, number()?);
+        let mut text = || {
+            let length = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
+            String::from_utf8(take(length)?.to_vec()).ok()
+        };
+        let path = text()?;
+        let target = text()?;
+        let blob = u64::from_le_bytes(copy.try_into().ok()?);
+        let entry = Entry {
+            kind,
+            mode,
+            size,
+            mtime,
+            ctime,
+            ino,
+            blob: Some(blob).filter(|&n| n != 0).map(Blob),
+            target: (kind == Kind::Link).then_some(target),
+        };
+        entries.push((path, entry));
+    }
+    rest.is_empty()
+        .then(|| (scanned, stored, entries.into_iter().collect()))
+}
+
+/// Version 1: a header line, then per entry `K mode size mtime ctime ino blob path\0
+/// target\0` (K: f, l or d; blob `-` for none).
+fn decode_v1(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
     let end = bytes.iter().position(|&b| b == b'\n')?;
     let header = std::str::from_utf8(&bytes[..end]).ok()?;
     let mut fields = header.split(' ');
@@ -444,14 +591,40 @@ mod tests {
             ("big", big),
         ]);
         let bytes = encode(42, 7, &t);
-        assert_eq!(decode(&bytes), Some((42, 7, t)));
+        assert_eq!(decode(&bytes), Some((42, 7, t.clone())));
+        assert_eq!(header(&bytes), Some((42, 7)));
         assert_eq!(decode(b"something else\n"), None);
+        assert_eq!(header(b"something else\n"), None);
         assert_eq!(decode(&bytes[..bytes.len() - 3]), None);
-        // Negative times, and each field's number checked whole.
+        // Negative times.
         let mut old = file("ff", 5);
         (old.mtime, old.ctime) = (-3, i64::MAX);
         let t = tree(&[("old", old)]);
-        assert_eq!(decode(&encode(1, 2, &t)), Some((1, 2, t)));
+        assert_eq!(decode(&encode(1, 2, &t)), Some((1, 2, t.clone())));
+        // A header that does not count what follows, a kind that is none, a path cut short.
+        let good = encode(1, 2, &t);
+        let body = good.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        let retold = |header: &str| [header.as_bytes(), &good[body..]].concat();
+        assert_eq!(text(&good[..body]), "turn-index 2 1 2 1 48\n");
+        assert!(decode(&retold("turn-index 2 1 2 1 48\n")).is_some());
+        for bad in [
+            "turn-index 2 1 2 2 48\n",
+            "turn-index 2 1 2 1 47\n",
+            "turn-index 2 1 2 1 48 0\n",
+        ] {
+            assert_eq!(decode(&retold(bad)), None, "{bad}");
+        }
+        let mut kind = good.clone();
+        kind[body] = b'x';
+        assert_eq!(decode(&kind), None);
+        let mut long = good.clone();
+        long[body + 37] = 4; // the path's length, past the identities' end
+        assert_eq!(decode(&long), None);
+        // Version 1 (text) is still read, each field's number checked whole.
+        let v1 = b"turn-index 1 9 8\nf 644 3 10 10 1 1f p\0\0";
+        assert_eq!(header(v1), Some((9, 8)));
+        assert_eq!(decode(v1).unwrap().2["p"].blob, Some(Blob(0x1f)));
         let entry = |fields: &str| decode(format!("turn-index 1 0 0\n{fields} p\0\0").as_bytes());
         assert!(entry("f 644 3 10 10 1 1f").is_some());
         for bad in [
@@ -468,6 +641,56 @@ mod tests {
         ] {
             assert_eq!(entry(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn walk_order_puts_a_directory_before_what_is_beneath_it_then_its_siblings() {
+        let mut paths = vec!["ab", "a.txt", "a/b", "a-c", "a", "a/b/c", "a/a"];
+        paths.sort_by(|a, b| walk_order(a, b));
+        assert_eq!(paths, ["a", "a/a", "a/b", "a/b/c", "a-c", "a.txt", "ab"]);
+    }
+
+    #[test]
+    fn a_scan_that_finds_the_index_unchanged_takes_its_copies_without_decoding() {
+        let mut link = file("-", 9);
+        link.kind = Kind::Link;
+        link.blob = None;
+        link.target = Some("a.txt".into());
+        let t = tree(&[("a.txt", file("x", 1)), ("a/b", file("y", 2)), ("l", link)]);
+        let index = encode(5, 6, &t);
+        // What a scan finds: the same entries, in walk order, with no copies yet.
+        let scanned = |t: &Tree| {
+            let mut order: Vec<(&String, &Entry)> = t.iter().collect();
+            order.sort_by(|a, b| walk_order(a.0, b.0));
+            let mut bytes = Vec::new();
+            for (path, e) in order {
+                identity(
+                    &mut bytes,
+                    path,
+                    &Entry {
+                        blob: None,
+                        ..e.clone()
+                    },
+                );
+            }
+            bytes
+        };
+        assert_eq!(
+            kept_if_same(&index, &scanned(&t)),
+            Some(vec![Some(b("y")), Some(b("x")), None])
+        );
+        // Any difference in any entry, or an entry more or less: decoded and compared.
+        let mut touched = t.clone();
+        touched.get_mut("a/b").unwrap().mtime += 1;
+        assert_eq!(kept_if_same(&index, &scanned(&touched)), None);
+        let mut more = t.clone();
+        more.insert("z".into(), file("z", 3));
+        assert_eq!(kept_if_same(&index, &scanned(&more)), None);
+        let mut less = t.clone();
+        less.remove("l");
+        assert_eq!(kept_if_same(&index, &scanned(&less)), None);
+        // A version 1 index is always decoded.
+        assert_eq!(kept_if_same(b"turn-index 1 0 0\n", &[]), None);
     }
 
     #[test]

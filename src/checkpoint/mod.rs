@@ -154,6 +154,9 @@ struct Store {
     limits: Limits,
     /// The index was read (`load`): a turn that scans nothing does not read it.
     loaded: bool,
+    /// The index as read, until its tree is needed (`decode`): a first scan that finds the
+    /// tree as the index has it compares bytes and decodes nothing.
+    index: Option<Vec<u8>>,
     /// When the index's scan started (ns), its kept bytes, and its tree.
     scanned: i64,
     stored: u64,
@@ -215,6 +218,7 @@ impl Store {
             workspace: workspace.to_path_buf(),
             limits: Limits::from_env(),
             loaded: false,
+            index: None,
             scanned: 0,
             stored: 0,
             tree: Tree::new(),
@@ -226,13 +230,23 @@ impl Store {
         })
     }
 
-    /// Reads the index, once; one that is not there or not an index is a fresh start.
+    /// Reads the index, once, and its header; one that is not there or not an index is a
+    /// fresh start. Its tree is decoded when needed (`decode`).
     fn load(&mut self) {
         if !std::mem::replace(&mut self.loaded, true) {
-            (self.scanned, self.stored, self.tree) = std::fs::read(self.dir.join("index"))
-                .ok()
-                .and_then(|bytes| manifest::decode(&bytes))
-                .unwrap_or_default();
+            let index = std::fs::read(self.dir.join("index")).ok();
+            if let Some(header) = index.as_deref().and_then(manifest::header) {
+                (self.scanned, self.stored) = header;
+                self.index = index;
+            }
+        }
+    }
+
+    /// The index's tree, decoded from what `load` read; a body that is not an index's is a
+    /// fresh start.
+    fn decode(&mut self) {
+        if let Some(index) = self.index.take() {
+            (self.scanned, self.stored, self.tree) = manifest::decode(&index).unwrap_or_default();
         }
     }
 
@@ -271,6 +285,9 @@ impl Store {
                 old: None,
             });
         }
+        if dirty.is_some() {
+            self.decode();
+        }
         let partial = dirty.as_ref().map(|dirty| fs::Partial {
             old: &self.tree,
             dirty,
@@ -284,8 +301,34 @@ impl Store {
             partial,
         )?;
         self.watched = self.watcher.as_ref().is_some_and(|w| w.healthy());
-        let mut tree = scan.tree;
         let mut notices = Vec::new();
+        if scan.unnamed > 0 {
+            notices.push(format!(
+                "checkpoint: {} names that are not UTF-8 are not tracked",
+                scan.unnamed
+            ));
+        }
+        let mut entries = scan.entries;
+        if let Some(kept) = self.unchanged_since_index(&entries) {
+            for ((_, entry), blob) in entries.iter_mut().zip(kept) {
+                entry.blob = blob;
+            }
+            // A file written just before that scan may have changed within its timestamps.
+            if !entries
+                .iter()
+                .any(|(_, e)| e.blob.is_some() && e.racy(self.scanned))
+            {
+                self.index = None;
+                self.tree = entries.into_iter().collect();
+                return Ok(Refreshed {
+                    notices,
+                    gone: Vec::new(),
+                    old: None,
+                });
+            }
+        }
+        self.decode();
+        let mut tree: Tree = entries.into_iter().collect();
         let mut too_big = Vec::new();
         let mut dirty = tree.len() != self.tree.len();
         let mut gone = Vec::new();
@@ -354,12 +397,6 @@ impl Store {
                 too_big.join(", ")
             ));
         }
-        if scan.unnamed > 0 {
-            notices.push(format!(
-                "checkpoint: {} names that are not UTF-8 are not tracked",
-                scan.unnamed
-            ));
-        }
         for path in &vanished {
             tree.remove(path);
         }
@@ -384,9 +421,20 @@ impl Store {
         })
     }
 
+    /// When a scan (`entries`, in walk order) finds every entry as the index, still undecoded,
+    /// has it: the index's kept copy of each.
+    fn unchanged_since_index(&self, entries: &[(String, Entry)]) -> Option<Vec<Option<Blob>>> {
+        let index = self.index.as_deref().filter(|_| self.scanned != 0)?;
+        let mut identities = Vec::with_capacity(index.len());
+        for (path, entry) in entries {
+            manifest::identity(&mut identities, path, entry);
+        }
+        manifest::kept_if_same(index, &identities).filter(|kept| kept.len() == entries.len())
+    }
+
     fn save(&self) -> io::Result<()> {
-        // Only an index that was read is written back: never an empty one over it.
-        if !self.loaded {
+        // Only an index that was read and decoded is written back: never an empty one over it.
+        if !self.loaded || self.index.is_some() {
             return Err(io::Error::other("the index was not read"));
         }
         let temp = self.dir.join(format!("index.{}", std::process::id()));
@@ -1063,6 +1111,81 @@ mod tests {
         assert_eq!(first_line("  fix it\nthen more"), "fix it");
         let long = "x".repeat(100);
         assert_eq!(first_line(&long).chars().count(), 81);
+    }
+
+    #[test]
+    fn a_later_process_takes_the_index_when_unchanged_and_finds_a_change_made_between() {
+        let ws = std::env::temp_dir().join(format!("turn-unit-index-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ws);
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/a.txt"), "a").unwrap();
+        std::fs::write(ws.join("b.txt"), "b").unwrap();
+        std::os::unix::fs::symlink("b.txt", ws.join("l")).unwrap();
+        // Older than a racy file: the next process may trust their timestamps.
+        std::thread::sleep(std::time::Duration::from_millis(
+            manifest::RACY_NS as u64 / 500_000,
+        ));
+        let first = {
+            let mut store = Store::open(&ws, true).unwrap();
+            store.refresh().unwrap();
+            store.tree.clone()
+        };
+        let index = std::fs::read(store_dir(&ws).unwrap().join("index")).unwrap();
+        assert!(index.starts_with(b"turn-index 2 "));
+        // Unchanged: the same tree and copies, nothing to compare, the index not rewritten.
+        let mut store = Store::open(&ws, true).unwrap();
+        assert!(store.refresh().unwrap().old.is_none());
+        assert_eq!(store.tree, first);
+        assert!(store.index.is_none());
+        drop(store);
+        assert_eq!(
+            std::fs::read(store_dir(&ws).unwrap().join("index")).unwrap(),
+            index
+        );
+        // Changed between processes, same size: found, and kept anew.
+        std::fs::write(ws.join("src/a.txt"), "A").unwrap();
+        let mut store = Store::open(&ws, true).unwrap();
+        let found = store.refresh().unwrap();
+        let changes = manifest::diff(&found.old.unwrap(), &store.tree, unchanged);
+        let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["src/a.txt"]);
+        assert_ne!(store.tree["src/a.txt"].blob, first["src/a.txt"].blob);
+        drop(store);
+        // A version 1 index is read, and written back as version 2.
+        let tree = first.clone();
+        let v1 = format!("turn-index 1 1 0\n{}", {
+            let mut text = String::new();
+            for (path, e) in &tree {
+                let kind = match e.kind {
+                    Kind::File => 'f',
+                    Kind::Link => 'l',
+                    Kind::Dir => 'd',
+                };
+                let blob = e.blob.map_or("-".to_string(), |b| b.to_string());
+                let target = e.target.clone().unwrap_or_default();
+                text += &format!(
+                    "{kind} {:o} {} {} {} {} {blob} {path}\0{target}\0",
+                    e.mode, e.size, e.mtime, e.ctime, e.ino
+                );
+            }
+            text
+        });
+        std::fs::write(store_dir(&ws).unwrap().join("index"), v1).unwrap();
+        let mut store = Store::open(&ws, true).unwrap();
+        let found = store.refresh().unwrap();
+        let changes = manifest::diff(&found.old.unwrap(), &store.tree, unchanged);
+        let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["src/a.txt"],
+            "only the change since version 1 was written"
+        );
+        assert_eq!(store.tree["b.txt"].blob, first["b.txt"].blob);
+        drop(store);
+        let index = std::fs::read(store_dir(&ws).unwrap().join("index")).unwrap();
+        assert!(index.starts_with(b"turn-index 2 "));
+        std::fs::remove_dir_all(&ws).unwrap();
+        let _ = std::fs::remove_dir_all(store_dir(&ws).unwrap());
     }
 
     #[test]
