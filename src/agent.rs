@@ -288,6 +288,11 @@ impl Agent<'_> {
                 None
             };
             let messages = rendered.as_deref().unwrap_or(wire);
+            // The text protocol asks for one call a reply: the reply ends after the first.
+            let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
+            let declared = self.text_prompt.ends_with(EDITS);
+            let first_call =
+                |reply: &str, from: usize| textproto::first_call_end(reply, from, &names, declared);
             let request = Request {
                 model: &self.model,
                 messages,
@@ -296,6 +301,7 @@ impl Agent<'_> {
                 stream: self.stream,
                 max_tokens: Some(self.context.sending(messages)),
                 response_format,
+                ends: (text && with_tools).then_some(&first_call as _),
             };
             let result = client
                 .complete(&request, &mut new_call_id, reporter)

@@ -280,6 +280,53 @@ fn the_text_protocol_sends_no_tools_and_finishes_a_multi_step_task() {
 }
 
 #[test]
+fn under_the_text_protocol_a_reply_ends_after_its_first_call() {
+    // A small model writes its whole plan at once: a file, a command that needs the file, and
+    // more after the command, written before its result was seen.
+    const PLAN: &str = "a.txt\n```\nA\n```\n\n```json\n{\"name\": \"bash\", \"arguments\": \
+        {\"command\": \"cat a.txt >> log\"}}\n```\n\nThen:\n\n```json\n{\"name\": \"bash\", \
+        \"arguments\": {\"command\": \"echo second >> log\"}}\n```\n\nb.txt\n```\nB\n```\n";
+    both(|stream| {
+        let ws = Workspace::new();
+        let mock = Mock::start(vec![Reply::Text(PLAN), Reply::Text("done")]);
+        let run = turn_with(&ws, &mock, stream, &["--tool-protocol", "text", "go"]).expect(0);
+        assert_eq!(
+            ws.read("a.txt"),
+            "A\n",
+            "an edit block before the call runs"
+        );
+        assert_eq!(
+            ws.read("log"),
+            "A\n",
+            "the first call runs, the second does not"
+        );
+        assert!(
+            !ws.path("b.txt").exists(),
+            "nothing after the first call runs"
+        );
+        assert_has(&run.stderr, "the reply went on after its first call");
+        // The model's history holds its reply up to the call, and the two results.
+        let sent = mock.chats()[1].messages().clone();
+        let reply = sent[sent.len() - 2]["content"].as_str().unwrap();
+        assert!(reply.ends_with("cat a.txt >> log\"}}\n```"), "{reply}");
+        assert_eq!(
+            sent.last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .matches("Result of")
+                .count(),
+            2
+        );
+    });
+    // Under auto (native tools) both calls run, and the blocks, not declared, are text.
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![Reply::Text(PLAN), Reply::Text("done")]);
+    turn_with(&ws, &mock, true, &["go"]).expect(0);
+    assert_eq!(ws.read("log"), "second\n");
+    assert!(!ws.path("a.txt").exists());
+}
+
+#[test]
 fn the_text_protocol_comes_from_the_environment_too() {
     let ws = Workspace::new();
     let mock = Mock::start(vec![Reply::Text("ok")]);

@@ -300,6 +300,7 @@ impl Keeper {
                 stream: false,
                 max_tokens: Some(reply),
                 response_format: None,
+                ends: None,
             };
             match client.complete(&request, &mut String::new, &mut Quiet(reporter)) {
                 Ok(reply) => {

@@ -18,7 +18,7 @@ use crate::signal::{self, Cut, Guarded};
 use crate::wire::failure;
 use crate::wire::network;
 use crate::wire::server;
-use crate::wire::stream::{self, Assembler, Fault, Piece, Reply, Sse, MAX_EVENT};
+use crate::wire::stream::{self, Assembler, Ends, Fault, Piece, Reply, Sse, MAX_EVENT};
 use crate::wire::url;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -90,6 +90,11 @@ pub struct Request<'a> {
     pub max_tokens: Option<u64>,
     /// OpenAI's `response_format`, e.g. a `json_schema` for --output-schema.
     pub response_format: Option<&'a Value>,
+    /// Where the reply's text ends by the protocol's own rule (the text protocol's first
+    /// call; see textproto::first_call_end), given the text and how much of it was looked at
+    /// before: once text comes after that end, turn stops reading (the server stops
+    /// generating) and the reply is what came before.
+    pub ends: Option<&'a Ends<'a>>,
 }
 
 #[derive(Serialize)]
@@ -296,8 +301,9 @@ impl Client {
             Piece::Reasoning(text) => reporter.report(Event::Reasoning(text)),
         };
         let reader = self.reader(response, until);
+        let ends = request.ends;
         if sse {
-            read_events(reader, &mut assembler, &mut show)?;
+            read_events(reader, &mut assembler, &mut show, ends)?;
             if assembler.looping() {
                 reporter.report(Event::Notice(
                     "the reply repeated the same lines over and over; turn stopped reading it",
@@ -307,6 +313,12 @@ impl Client {
             // A whole response: asked for, or a server that ignored `stream` or sent an error.
             let text = read_body(reader)?;
             assembler.feed(&text, &mut show).map_err(from_server)?;
+        }
+        if ends.is_some_and(|ends| assembler.past_end(ends)) {
+            reporter.report(Event::Notice(
+                "the reply went on after its first call; turn read it up to that call (one call \
+                 a reply)",
+            ));
         }
         if !assembler.has_choice() {
             return Err(Error::Protocol(
@@ -611,6 +623,7 @@ fn read_events(
     reader: Bounded<impl Read>,
     assembler: &mut Assembler,
     show: &mut dyn FnMut(Piece),
+    ends: Option<&Ends<'_>>,
 ) -> Result<()> {
     let mut reader = BufReader::new(reader);
     let mut sse = Sse::default();
@@ -644,7 +657,7 @@ fn read_events(
         if let Some(data) = data {
             events += 1;
             assembler.feed(&data, show).map_err(from_server)?;
-            if assembler.looping() {
+            if assembler.looping() || ends.is_some_and(|ends| assembler.past_end(ends)) {
                 // Dropping the reader closes the connection: the server stops generating.
                 return Ok(());
             }

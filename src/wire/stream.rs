@@ -274,6 +274,10 @@ impl Repeats {
     }
 }
 
+/// Where a reply's text ends by its protocol's own rule, given the text so far and how much of
+/// it was looked at before (see Request::ends).
+pub type Ends<'a> = dyn Fn(&str, usize) -> Option<usize> + 'a;
+
 /// Builds a `Reply` from payloads: each streamed chunk, or the single non-streamed response.
 #[derive(Default)]
 pub struct Assembler {
@@ -292,6 +296,10 @@ pub struct Assembler {
     choice: bool,
     /// What the reply holds so far, as `MAX_REPLY` counts it.
     size: usize,
+    /// Where the text ends by the protocol's own rule (`past_end`), once found, and how much
+    /// of the text has been looked at for it.
+    end: Option<usize>,
+    looked: usize,
 }
 
 /// A reply that broke one of the caps: a broken or hostile server, not a model's answer.
@@ -400,6 +408,21 @@ impl Assembler {
         self.text_repeats.looping() || self.argument_repeats.looping()
     }
 
+    /// Whether text came after where `ends` says the reply ends (see Request::ends; it is
+    /// asked about each line as it is finished): reading on is pointless, and `finish` cuts
+    /// the text there.
+    pub fn past_end(&mut self, ends: &Ends<'_>) -> bool {
+        if self.end.is_none() {
+            let lines = self.content.rfind('\n').map_or(0, |at| at + 1);
+            if lines > self.looked {
+                self.end = ends(&self.content[..lines], self.looked);
+                self.looked = lines;
+            }
+        }
+        self.end
+            .is_some_and(|end| !self.content[end..].trim().is_empty())
+    }
+
     /// Whether the reply says it is whole: `[DONE]` or a finish reason arrived.
     pub fn complete(&self) -> bool {
         self.done || self.finish_reason.is_some()
@@ -492,6 +515,12 @@ impl Assembler {
             // tokens that would fill the window and set the model looping again.
             self.content.truncate(loop_start(&self.content));
             self.content.truncate(self.content.trim_end().len());
+        }
+        if let Some(end) = self.end.filter(|&end| end <= self.content.len()) {
+            // What came after is not part of the reply; the reply ended well where it ends.
+            self.content.truncate(end);
+            self.content.truncate(self.content.trim_end().len());
+            self.finish_reason = Some("stop".to_string());
         }
         let mut calls: Vec<ToolCall> = Vec::with_capacity(self.calls.len());
         for call in self.calls {
@@ -607,6 +636,47 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn a_reply_past_its_own_end_is_cut_there() {
+        // The rule: the text ends after a line "CALL"; each finished line is asked about once.
+        let asked = std::cell::RefCell::new(Vec::new());
+        let ends = |text: &str, from: usize| {
+            asked.borrow_mut().push(from);
+            text.find("CALL\n").map(|at| at + 5)
+        };
+        let piece = |text: &str| json!({"choices": [{"delta": {"content": text}}]}).to_string();
+        let mut assembler = Assembler::default();
+        let mut past = Vec::new();
+        for text in ["a\nCA", "LL\n", " \n", "b", "c\n"] {
+            assembler.feed(&piece(text), &mut |_| {}).unwrap();
+            past.push(assembler.past_end(&ends));
+        }
+        assert_eq!(past, [false, false, false, true, true]);
+        assert_eq!(
+            *asked.borrow(),
+            [0, 2],
+            "lines are looked at once, until the end is found"
+        );
+        let reply = assembler.finish(&mut ids());
+        assert_eq!(reply.content.as_deref(), Some("a\nCALL"));
+        assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
+        // Nothing but blanks after the end, and a reply without one: as the server sent it.
+        let mut assembler = Assembler::default();
+        assembler.feed(&piece("a\nCALL\n\n"), &mut |_| {}).unwrap();
+        assert!(!assembler.past_end(&ends));
+        assert_eq!(
+            assembler.finish(&mut ids()).content.as_deref(),
+            Some("a\nCALL")
+        );
+        let mut assembler = Assembler::default();
+        assembler.feed(&piece("no end\nhere"), &mut |_| {}).unwrap();
+        assert!(!assembler.past_end(&ends));
+        assert_eq!(
+            assembler.finish(&mut ids()).content.as_deref(),
+            Some("no end\nhere")
+        );
     }
 
     #[test]

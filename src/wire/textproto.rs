@@ -137,6 +137,39 @@ print(\"hello, world\")\n\
 The path line holds only the path (backticks around it are fine). One block per file in a \
 reply. If the file holds ``` lines, open and close its block with ````.\n";
 
+/// Where a reply under the text protocol ends, as its prompt asks ("one fenced block ... and
+/// nothing after it"): just after its first call written as JSON, on the line that closes the
+/// call's fence, tag or object. Edit blocks before that call belong to the reply; what follows it does
+/// not (calls written there were written without its result), and is not read. Only lines
+/// ending after `from` are looked at, so a streamed reply is checked as its lines come. `None`
+/// while no such call is whole.
+pub fn first_call_end(text: &str, from: usize, tools: &[&str], declared: bool) -> Option<usize> {
+    let (mut end, mut fenced, mut tagged) = (0, false, false);
+    for line in text.split_inclusive('\n') {
+        end += line.len();
+        let trimmed = line.trim();
+        let fence = trimmed.starts_with("```") || trimmed.starts_with("~~~");
+        let tag_closes = trimmed.starts_with("</");
+        // A fence that closes, a closing tag, an object's last line outside both.
+        let closes =
+            (fence && fenced) || tag_closes || (!fenced && !tagged && trimmed.ends_with('}'));
+        fenced ^= fence;
+        tagged = match trimmed.strip_prefix('<') {
+            _ if tag_closes => false,
+            Some(open) if open.ends_with('>') && !fenced => true,
+            _ => tagged,
+        };
+        if end <= from || !line.ends_with('\n') || !closes {
+            continue;
+        }
+        let found = editblocks::read(&text[..end], tools, false, declared);
+        if found.iter().any(|f| !f.edit) {
+            return Some(end);
+        }
+    }
+    None
+}
+
 /// `history` (native form, normalized) as the text protocol sends it, with `prompt` (see
 /// `tools_prompt`) appended to the system message. `tools` are the offered names: an assistant
 /// message whose text does not show its calls (a native call, say from a resumed session) gets
@@ -431,6 +464,58 @@ mod tests {
             out[3].content.as_deref(),
             Some("Result of bash call c1:\nout")
         );
+    }
+
+    #[test]
+    fn a_reply_ends_after_its_first_call_written_as_json() {
+        let tools = ["bash", "read_file", "write_file", "edit_file"];
+        let end = |text: &str, from: usize| first_call_end(text, from, &tools, true);
+        let call = |command: &str| {
+            format!("```json\n{{\"name\": \"bash\", \"arguments\": {{\"command\": \"{command}\"}}}}\n```\n")
+        };
+        let first = format!("I'll look.\n\n{}", call("ls"));
+        // Nothing after the call, or another call after it: the reply ends with the first.
+        assert_eq!(end(&first, 0), Some(first.len()));
+        let two = format!("{first}\nThen:\n\n{}", call("rm -r src"));
+        assert_eq!(end(&two, 0), Some(first.len()));
+        // Lines looked at before are not looked at again; a fence line not finished is not
+        // a fence yet.
+        assert_eq!(end(&first, first.len()), None);
+        assert_eq!(end(&first[..first.len() - 1], 0), None);
+        // Edit blocks before the call belong to the reply; the search goes past them.
+        let edits = format!(
+            "a.txt\n```\nA\n```\n\n{}\nb.txt\n```\nB\n```\n",
+            call("cat a.txt")
+        );
+        let at = end(&edits, 0).unwrap();
+        let read: Vec<(String, bool)> = editblocks::read(&edits[..at], &tools, false, true)
+            .into_iter()
+            .map(|f| (f.name, f.edit))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("write_file".to_string(), true),
+                ("bash".to_string(), false)
+            ]
+        );
+        // In call tags, and a bare call object as the first paragraph.
+        let tagged = "<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n</tool_call>\n";
+        assert_eq!(end(&format!("{tagged}more\n"), 0), Some(tagged.len()));
+        let bare = "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n";
+        assert_eq!(
+            end(&format!("{bare}\nThen I will see.\n"), 0),
+            Some(bare.len())
+        );
+        // No call: an answer, a shell block shown, a JSON example in prose, a file block.
+        for answer in [
+            "It is done.\n",
+            "Run this:\n\n```bash\nmake test\n```\n\nThen look.\n",
+            "The call would be {\"name\": \"bash\"} and so on.\n",
+            "a.txt\n```\n{\n}\n```\n\nWritten.\n",
+        ] {
+            assert_eq!(end(answer, 0), None, "{answer}");
+        }
     }
 
     #[test]
