@@ -16,7 +16,7 @@ use crate::signal;
 use crate::tools::{self, Context};
 use crate::wire::client::{Client, Request};
 use crate::wire::editblocks::{self, Found};
-use crate::wire::message::{new_call_id, normalize, Message, ToolCall};
+use crate::wire::message::{new_call_id, normalize, turn_call_id, Message, ToolCall};
 use crate::wire::server;
 use crate::wire::stream::Reply;
 use crate::wire::textproto::{self, Protocol, EDITS};
@@ -226,7 +226,7 @@ impl Agent<'_> {
     ) {
         for path in files {
             let arguments = json!({ "path": path }).to_string();
-            let call = ToolCall::new(new_call_id(), "read_file", arguments);
+            let call = ToolCall::new(turn_call_id(), "read_file", arguments);
             let assistant = Message::assistant(None, vec![call.clone()]);
             push(history, assistant, reporter);
             let arguments = call.function.arguments.as_str();

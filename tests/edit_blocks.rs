@@ -277,3 +277,38 @@ fn the_first_request_under_the_text_protocol_stays_under_1200_tokens() {
     // ~4 characters a token, and a margin for the chat template's own tokens.
     assert!(chars / 4 < 1_100, "{chars} characters");
 }
+
+#[test]
+fn files_the_task_names_are_handed_over_before_it_under_the_text_protocol() {
+    let ws = Workspace::new();
+    ws.write("greet.py", "print('hi')\n");
+    let mock = Mock::start(vec![Reply::Text("Nothing to change.")]);
+    let mut command = turn(&ws, &mock);
+    command.args(["--tool-protocol", "text", "add a flag to greet.py"]);
+    let first = run(command).expect(0);
+    assert_has(&first.stderr, "[read_file] greet.py (ok)");
+    let chat = &mock.chats()[0];
+    assert!(declared(chat));
+    let messages = chat.messages();
+    assert_eq!(
+        messages.len(),
+        2,
+        "the system prompt and the task's message"
+    );
+    let task = messages[1]["content"].as_str().unwrap();
+    assert!(
+        task.starts_with("greet.py\n```\nprint('hi')\n```\n\nadd a flag to greet.py"),
+        "{task}"
+    );
+    // Under auto the read stays turn's call and its result.
+    let mock = Mock::start(vec![Reply::Text("Nothing to change.")]);
+    let mut command = turn(&ws, &mock);
+    command.arg("add a flag to greet.py");
+    run(command).expect(0);
+    let messages = mock.chats()[0].messages().clone();
+    assert_eq!(
+        messages[2]["tool_calls"][0]["function"]["name"],
+        "read_file"
+    );
+    assert_eq!(messages[3]["role"], "tool");
+}

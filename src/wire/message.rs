@@ -126,10 +126,27 @@ impl ToolCall {
 /// `call_` and 24 letters or digits, for calls the server sent without a usable id. Random per
 /// process (std's hasher keys are), so resumed histories do not collide.
 pub fn new_call_id() -> String {
+    random_id("call_", 24)
+}
+
+/// The id of a call turn makes itself, before the model's first reply of a turn (the files a
+/// task names, read for it): `call_turn` and 20 characters, an id like any other to a server.
+pub fn turn_call_id() -> String {
+    random_id(TURN_CALL, 20)
+}
+
+const TURN_CALL: &str = "call_turn";
+
+/// Whether `id` is one of turn's own calls (`turn_call_id`).
+pub fn by_turn(id: &str) -> bool {
+    id.len() == TURN_CALL.len() + 20 && id.starts_with(TURN_CALL)
+}
+
+fn random_id(prefix: &str, length: usize) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut id = String::from("call_");
+    let mut id = String::from(prefix);
     let mut bits = 0u64;
-    for i in 0..24 {
+    for i in 0..length {
         if i % 8 == 0 {
             let mut hasher = RandomState::new().build_hasher();
             hasher.write_usize(i);

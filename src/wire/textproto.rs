@@ -16,7 +16,7 @@
 use crate::tools::nearmatch::strip_numbers;
 use crate::tools::LINE_CUT;
 use crate::wire::editblocks;
-use crate::wire::message::{Message, Role};
+use crate::wire::message::{self, Message, Role};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -182,12 +182,19 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
     // The edit syntaxes are declared: writes show as blocks, and whole files read as the
     // block that would write them, so the model's history shows the syntax it is to use.
     let declared = prompt.ends_with(EDITS);
+    let (handed, skipped) = handed_over(history, declared);
     let mut calls: HashMap<&str, (&str, &str)> = HashMap::new();
-    for message in history {
+    for (at, message) in history.iter().enumerate() {
+        if skipped.contains(&at) {
+            continue;
+        }
         let text = message.content.as_deref().unwrap_or_default();
         let (role, text) = match message.role {
             Role::System => (Role::System, format!("{text}\n\n{prompt}")),
-            Role::User => (Role::User, text.to_string()),
+            Role::User => match handed.get(&at) {
+                Some(files) => (Role::User, format!("{files}{text}")),
+                None => (Role::User, text.to_string()),
+            },
             Role::Assistant => {
                 for call in &message.tool_calls {
                     let function = (
@@ -228,6 +235,51 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
         }
     }
     out
+}
+
+/// The files turn read for a task before the model's first reply (its own `read_file` calls,
+/// `message::by_turn`, right after the task), where the edit blocks are declared: each becomes
+/// its whole-file block at the head of the task's message, as a person hands files over with
+/// a request, so that the task is the last thing the model reads before it replies. Returns
+/// the blocks by the index of the user message they go before, and the indices of the calls
+/// and results they stand in for. A read that is not a whole file (a page, a cut line) stays
+/// a call and its result, as do those after it.
+fn handed_over(history: &[Message], declared: bool) -> (HashMap<usize, String>, Vec<usize>) {
+    let (mut handed, mut skipped) = (HashMap::new(), Vec::new());
+    if !declared {
+        return (handed, skipped);
+    }
+    for (at, _) in history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User)
+    {
+        let mut next = at + 1;
+        while let (Some(asked), Some(result)) = (history.get(next), history.get(next + 1)) {
+            let [call] = asked.tool_calls.as_slice() else {
+                break;
+            };
+            let block = path_of(&call.function.arguments)
+                .filter(|path| editblocks::path_line(path) == Some(path))
+                .zip(whole_read(result.content.as_deref().unwrap_or_default()))
+                .map(|(path, content)| editblocks::whole_file(&path, &content));
+            let ours = asked.role == Role::Assistant
+                && message::by_turn(&call.id)
+                && call.function.name == "read_file"
+                && asked.content.as_deref().unwrap_or_default().is_empty()
+                && result.role == Role::Tool
+                && result.tool_call_id.as_deref() == Some(call.id.as_str());
+            let (true, Some(block)) = (ours, block) else {
+                break;
+            };
+            let files: &mut String = handed.entry(at).or_default();
+            files.push_str(&block);
+            files.push_str("\n\n");
+            skipped.extend([next, next + 1]);
+            next += 2;
+        }
+    }
+    (handed, skipped)
 }
 
 /// The content of a file read whole by read_file, from its numbered lines (`     1\tline`, from
@@ -443,6 +495,51 @@ mod tests {
             .as_deref()
             .unwrap()
             .starts_with("```json\n{\"name\": \"write_file\""));
+    }
+
+    #[test]
+    fn files_turn_read_for_the_task_come_before_it() {
+        let ours = [
+            message::turn_call_id(),
+            message::turn_call_id(),
+            message::turn_call_id(),
+        ];
+        let read = |id: &str, path: &str| {
+            let arguments = format!("{{\"path\":\"{path}\"}}");
+            Message::assistant(None, vec![ToolCall::new(id, "read_file", &arguments)])
+        };
+        let history = vec![
+            Message::user("fix a.py and b.py"),
+            read(&ours[0], "a.py"),
+            Message::tool(&ours[0], "     1\tx = 1\n"),
+            read(&ours[1], "b.py"),
+            Message::tool(
+                &ours[1],
+                "     1\ty\n[lines 1-1 of 9; call read_file with offset=2 to read more]",
+            ),
+            read(&ours[2], "c.py"),
+            Message::tool(&ours[2], "     1\tz\n"),
+            read("c9", "a.py"),
+            Message::tool("c9", "     1\tx = 1\n"),
+        ];
+        let declared = format!("TOOLS{EDITS}");
+        let tools = ["bash", "read_file", "write_file", "edit_file"];
+        let out = render(&history, &declared, &tools);
+        let text = |i: usize| out[i].content.as_deref().unwrap().to_string();
+        assert_eq!(text(1), "a.py\n```\nx = 1\n```\n\nfix a.py and b.py");
+        // A page of a file stays a call and its result, and so does what came after it; the
+        // model's own read of a whole file is its call and a result.
+        assert!(text(2).contains("\"path\":\"b.py\""), "{}", text(2));
+        assert!(text(4).contains("\"path\":\"c.py\""));
+        assert!(text(6).contains("\"path\":\"a.py\""));
+        assert!(text(7).starts_with("Result of read_file call c9:\na.py\n```"));
+        assert_eq!(out.len(), 8);
+        // Where the blocks are not declared, every read is a call and its result.
+        let out = render(&history, "TOOLS", &tools);
+        assert_eq!(out[1].content.as_deref(), Some("fix a.py and b.py"));
+        assert_eq!(out.len(), 10);
+        assert!(message::by_turn(&ours[0]) && !message::by_turn("c9"));
+        assert!(!message::by_turn(&message::new_call_id()));
     }
 
     #[test]
