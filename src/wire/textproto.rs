@@ -139,10 +139,10 @@ reply. If the file holds ``` lines, open and close its block with ````.\n";
 
 /// Where a reply under the text protocol ends, as its prompt asks ("one fenced block ... and
 /// nothing after it"): just after its first call written as JSON, on the line that closes the
-/// call's fence, tag or object. Edit blocks before that call belong to the reply; what follows it does
-/// not (calls written there were written without its result), and is not read. Only lines
-/// ending after `from` are looked at, so a streamed reply is checked as its lines come. `None`
-/// while no such call is whole.
+/// call's fence, tag or object. Edit blocks before that call belong to the reply; what follows
+/// it does not (calls written there were written without its result), and is not read. Only
+/// lines ending after `from` are looked at, so a streamed reply is checked as its lines come.
+/// `None` while no such call is whole.
 pub fn first_call_end(text: &str, from: usize, tools: &[&str], declared: bool) -> Option<usize> {
     let (mut end, mut fenced, mut tagged) = (0, false, false);
     for line in text.split_inclusive('\n') {
