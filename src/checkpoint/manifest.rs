@@ -21,6 +21,24 @@ pub enum Kind {
     Dir,
 }
 
+impl Kind {
+    /// The letter the index writes for it (`f`, `l`, `d`).
+    fn letter(self) -> u8 {
+        match self {
+            Kind::File => b'f',
+            Kind::Link => b'l',
+            Kind::Dir => b'd',
+        }
+    }
+
+    /// The kind an index field of one letter names.
+    fn read(field: &[u8]) -> Option<Kind> {
+        [Kind::File, Kind::Link, Kind::Dir]
+            .into_iter()
+            .find(|k| field == [k.letter()])
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub kind: Kind,
@@ -311,11 +329,7 @@ pub fn walk_order(a: &str, b: &str) -> std::cmp::Ordering {
 pub fn identity(out: &mut Vec<u8>, path: &str, e: &Entry) {
     // The fixed part in one piece: this runs for every file of every scan.
     let mut fixed = [0u8; 41];
-    fixed[0] = match e.kind {
-        Kind::File => b'f',
-        Kind::Link => b'l',
-        Kind::Dir => b'd',
-    };
+    fixed[0] = e.kind.letter();
     fixed[1..5].copy_from_slice(&e.mode.to_le_bytes());
     for (at, n) in [e.size, e.mtime as u64, e.ctime as u64, e.ino]
         .iter()
@@ -411,12 +425,7 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
     };
     let mut entries = Vec::with_capacity(count);
     for copy in kept.chunks_exact(8) {
-        let kind = match take(1)? {
-            b"f" => Kind::File,
-            b"l" => Kind::Link,
-            b"d" => Kind::Dir,
-            _ => return None,
-        };
+        let kind = Kind::read(take(1)?)?;
         let mode = u32::from_le_bytes(take(4)?.try_into().ok()?);
         let mut number = || Some(u64::from_le_bytes(take(8)?.try_into().ok()?));
         let (size, mtime, ctime, ino) = (number()?, number()? as i64, number()? as i64, number()?);
@@ -458,12 +467,7 @@ fn decode_v1(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
     let mut entries = Vec::new();
     let mut rest = Fields(&bytes[end + 1..]);
     while !rest.0.is_empty() {
-        let kind = match rest.until(b' ')? {
-            b"f" => Kind::File,
-            b"l" => Kind::Link,
-            b"d" => Kind::Dir,
-            _ => return None,
-        };
+        let kind = Kind::read(rest.until(b' ')?)?;
         let mode = u32::try_from(number::<8>(rest.until(b' ')?)?).ok()?;
         let size = number::<10>(rest.until(b' ')?)?;
         let mtime = signed(rest.until(b' ')?)?;
