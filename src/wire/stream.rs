@@ -517,7 +517,7 @@ impl Assembler {
             self.content.truncate(self.content.trim_end().len());
         }
         if let Some(end) = self.end.filter(|&end| end <= self.content.len()) {
-            // What came after is not part of the reply; the reply ended well where it ends.
+            // What came after is not part of the reply, which is whole up to there.
             self.content.truncate(end);
             self.content.truncate(self.content.trim_end().len());
             self.finish_reason = Some("stop".to_string());
