@@ -209,10 +209,7 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
                 let id = message.tool_call_id.as_deref().unwrap_or_default();
                 let (name, arguments) = calls.get(id).copied().unwrap_or(("tool", "{}"));
                 let file = match name {
-                    "read_file" if declared => path_of(arguments)
-                        .filter(|path| editblocks::path_line(path) == Some(path))
-                        .zip(whole_read(text))
-                        .map(|(path, content)| editblocks::whole_file(&path, &content)),
+                    "read_file" if declared => read_as_block(arguments, text),
                     _ => None,
                 };
                 let shown = file.as_deref().unwrap_or(text);
@@ -259,17 +256,17 @@ fn handed_over(history: &[Message], declared: bool) -> (HashMap<usize, String>, 
             let [call] = asked.tool_calls.as_slice() else {
                 break;
             };
-            let block = path_of(&call.function.arguments)
-                .filter(|path| editblocks::path_line(path) == Some(path))
-                .zip(whole_read(result.content.as_deref().unwrap_or_default()))
-                .map(|(path, content)| editblocks::whole_file(&path, &content));
             let ours = asked.role == Role::Assistant
                 && message::by_turn(&call.id)
                 && call.function.name == "read_file"
                 && asked.content.as_deref().unwrap_or_default().is_empty()
                 && result.role == Role::Tool
                 && result.tool_call_id.as_deref() == Some(call.id.as_str());
-            let (true, Some(block)) = (ours, block) else {
+            let output = result.content.as_deref().unwrap_or_default();
+            let Some(block) = ours
+                .then(|| read_as_block(&call.function.arguments, output))
+                .flatten()
+            else {
                 break;
             };
             let files: &mut String = handed.entry(at).or_default();
@@ -280,6 +277,15 @@ fn handed_over(history: &[Message], declared: bool) -> (HashMap<usize, String>, 
         }
     }
     (handed, skipped)
+}
+
+/// A read_file call's result as the whole-file block that would write the file: when it read
+/// the whole file and its path is a path line.
+fn read_as_block(arguments: &str, output: &str) -> Option<String> {
+    path_of(arguments)
+        .filter(|path| editblocks::path_line(path) == Some(path))
+        .zip(whole_read(output))
+        .map(|(path, content)| editblocks::whole_file(&path, &content))
 }
 
 /// The content of a file read whole by read_file, from its numbered lines (`     1\tline`, from
