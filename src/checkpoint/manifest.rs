@@ -397,12 +397,14 @@ pub fn kept_if_same(index: &[u8], identities: &[u8]) -> Option<Vec<Option<Blob>>
     if stored != identities {
         return None;
     }
-    let blob = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
-    Some(
-        kept.chunks_exact(8)
-            .map(|b| Some(blob(b)).filter(|&n| n != 0).map(Blob))
-            .collect(),
-    )
+    Some(kept.chunks_exact(8).map(kept_copy).collect())
+}
+
+/// A kept copy as the index holds it: 8 bytes, little-endian, 0 for none (copies are numbered
+/// from the clock).
+fn kept_copy(bytes: &[u8]) -> Option<Blob> {
+    let number = u64::from_le_bytes(bytes.try_into().ok()?);
+    (number != 0).then_some(Blob(number))
 }
 
 /// The index's scan time, stored bytes and tree; None when it is not one (a fresh start).
@@ -435,7 +437,6 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
         };
         let path = text()?;
         let target = text()?;
-        let blob = u64::from_le_bytes(copy.try_into().ok()?);
         let entry = Entry {
             kind,
             mode,
@@ -443,7 +444,7 @@ pub fn decode(bytes: &[u8]) -> Option<(i64, u64, Tree)> {
             mtime,
             ctime,
             ino,
-            blob: Some(blob).filter(|&n| n != 0).map(Blob),
+            blob: kept_copy(copy),
             target: (kind == Kind::Link).then_some(target),
         };
         entries.push((path, entry));
