@@ -1113,13 +1113,19 @@ mod tests {
         assert_eq!(first_line(&long).chars().count(), 81);
     }
 
-    #[test]
-    fn a_later_process_takes_the_index_when_unchanged_and_finds_a_change_made_between() {
-        let ws = std::env::temp_dir().join(format!("turn-unit-index-{}", std::process::id()));
+    /// A fresh workspace of this process for a test named `name`: `src/a.txt` and `b.txt`.
+    fn workspace(name: &str) -> PathBuf {
+        let ws = std::env::temp_dir().join(format!("turn-unit-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&ws);
         std::fs::create_dir_all(ws.join("src")).unwrap();
         std::fs::write(ws.join("src/a.txt"), "a").unwrap();
         std::fs::write(ws.join("b.txt"), "b").unwrap();
+        ws
+    }
+
+    #[test]
+    fn a_later_process_takes_the_index_when_unchanged_and_finds_a_change_made_between() {
+        let ws = workspace("index");
         std::os::unix::fs::symlink("b.txt", ws.join("l")).unwrap();
         // Older than a racy file: the next process may trust their timestamps.
         std::thread::sleep(std::time::Duration::from_millis(
@@ -1190,11 +1196,7 @@ mod tests {
 
     #[test]
     fn scans_after_the_first_in_a_process_find_what_changed_and_only_that() {
-        let ws = std::env::temp_dir().join(format!("turn-unit-store-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&ws);
-        std::fs::create_dir_all(ws.join("src")).unwrap();
-        std::fs::write(ws.join("src/a.txt"), "a").unwrap();
-        std::fs::write(ws.join("b.txt"), "b").unwrap();
+        let ws = workspace("store");
         let mut store = Store::open(&ws, true).unwrap();
         store.refresh().unwrap();
         assert!(store.watched, "the first scan watches the workspace");
