@@ -81,6 +81,19 @@ JOBS = os.environ.get("TURN_LIVE_JOBS", "2")
 THREADS = os.environ.get("TURN_LIVE_THREADS", "2")
 
 
+def server_flags(cpuinfo="/proc/cpuinfo"):
+    """Flags every llama-server here gets beside the model, port, window and threads. On a CPU
+    with AMX, the build (GGML_NATIVE) repacks the weights for its AMX kernels, and those crash
+    (SIGSEGV in ggml_backend_amx_mul_mat, before the server is healthy) on this model in the
+    machines seen; without repacking the server runs on the AVX-512 kernels."""
+    try:
+        with open(cpuinfo) as f:
+            amx = any(line.startswith("flags") and " amx_int8" in line for line in f)
+    except OSError:
+        amx = False
+    return ["--no-repack"] if amx else []
+
+
 def say(text):
     print(f"live: {text}", file=sys.stderr, flush=True)
 
@@ -461,7 +474,7 @@ class Server:
         for attempt in range(3):
             self.port = free_port()
             cmd = [self.binary, "-m", self.model, "--jinja", "--host", "127.0.0.1", "--port", str(self.port),
-                   "-c", str(self.ctx), "-t", THREADS, *self.extra]
+                   "-c", str(self.ctx), "-t", THREADS, *server_flags(), *self.extra]
             log = open(self.log_path, "w")
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, preexec_fn=die_with_parent)

@@ -305,8 +305,10 @@ def summary_tables(best):
     if best:
         any_meta = next(iter(best.values()))["meta"]
         threads = sorted({str(d["meta"].get("threads", "2")) for d in best.values()})
+        flags = sorted({d["meta"]["server_flags"] for d in best.values() if d["meta"].get("server_flags")})
+        flags = f"; `{'`, `'.join(flags)}` on the machines with AMX, see live/livelib.py" if flags else ""
         out.append(f"Machine: {'; '.join(machines)}. llama.cpp build {any_meta.get('llama', '?')} "
-                   f"(`llama-server --jinja -t {' or -t '.join(threads)}`, a fresh server for every run of a task unless noted), "
+                   f"(`llama-server --jinja -t {' or -t '.join(threads)}`{flags}, a fresh server for every run of a task unless noted), "
                    f"temperature {any_meta.get('temperature', '?')}, at most {any_meta.get('max_steps', '?')} steps "
                    f"and {any_meta.get('timeout', '?')} s per task for every agent. Per-task rows and the "
                    f"checkers' reasons for each failure: [live/RESULTS.md](live/RESULTS.md); what the numbers mean and "
