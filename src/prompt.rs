@@ -170,6 +170,7 @@ pub fn format_file_list(files: &[(PathBuf, String)], complete: bool) -> Option<S
     }
     let total = files.len();
     match (cut || !complete, total - shown) {
+        (false, _) if total == 1 => out.push_str("\n1 file]"),
         (false, _) => out.push_str(&format!("\n{total} files]")),
         (true, 0) => out.push_str(&format!("\n{total} files listed; there are more]")),
         (true, _) => out.push_str(&format!(
@@ -330,6 +331,8 @@ mod tests {
             "{text}"
         );
         assert_eq!(format_file_list(&[], true), None);
+        let one = [(PathBuf::new(), "a.py".to_string())];
+        assert!(format_file_list(&one, true).unwrap().ends_with("\na.py\n1 file]"));
         fs::remove_dir_all(root).unwrap();
     }
 
