@@ -203,7 +203,8 @@ impl Agent<'_> {
         {
             reporter.report(Event::Coaching(coach::BEGUN_CALL));
         }
-        self.coach.note(text, task, &names, cut)
+        self.coach
+            .note(text, task, &names, cut, self.blocks_declared())
     }
 
     /// Switches the notes on for `why`, and reports it the first time (the session records
@@ -350,13 +351,18 @@ impl Agent<'_> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
         let text = reply.content.as_deref().unwrap_or_default();
         let cut = context::cut(reply).is_some();
-        let declared = self.protocol == Protocol::Text && self.text_prompt.ends_with(EDITS);
-        let found = editblocks::read(text, &names, cut, declared);
+        let found = editblocks::read(text, &names, cut, self.blocks_declared());
         reply.calls = found
             .iter()
             .map(|f| ToolCall::new(new_call_id(), &f.name, &f.arguments))
             .collect();
         (Origin::Text, found)
+    }
+
+    /// Whether requests declare the edit blocks: under the text protocol, with write_file and
+    /// edit_file offered (see textproto::tools_prompt).
+    fn blocks_declared(&self) -> bool {
+        self.protocol == Protocol::Text && self.text_prompt.ends_with(EDITS)
     }
 
     /// The history as the text protocol sends it, serialized.

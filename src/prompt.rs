@@ -332,7 +332,9 @@ mod tests {
         );
         assert_eq!(format_file_list(&[], true), None);
         let one = [(PathBuf::new(), "a.py".to_string())];
-        assert!(format_file_list(&one, true).unwrap().ends_with("\na.py\n1 file]"));
+        assert!(format_file_list(&one, true)
+            .unwrap()
+            .ends_with("\na.py\n1 file]"));
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -714,6 +714,32 @@ fn a_call_begun_and_not_finished_is_asked_for_whole() {
 }
 
 #[test]
+fn under_the_text_protocol_an_unfinished_write_is_asked_for_as_its_block() {
+    let ws = Workspace::new();
+    // A file's lines in a JSON string, the string never closed.
+    let begun = "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"t.py\", \"content\": \"x = 1\ny = 2}\n```";
+    let mock = Mock::start(vec![
+        Reply::Text(begun),
+        Reply::Text("t.py\n```python\nx = 1\ny = 2\n```"),
+        Reply::Text("Written."),
+    ]);
+    let args = [
+        "--no-preload",
+        "--tool-protocol",
+        "text",
+        "TASK-4: write t.py",
+    ];
+    turn_with(&ws, &mock, true, &args).expect(0);
+    let note = mock.chats()[1].last_content();
+    assert!(
+        note.starts_with("[turn: your reply began a call to write_file but is not complete JSON, so nothing was run. Write it as a block instead: the file's path alone on a line"),
+        "{note}"
+    );
+    assert!(note.ends_with("The task: TASK-4: write t.py"), "{note}");
+    assert_eq!(ws.read("t.py"), "x = 1\ny = 2\n");
+}
+
+#[test]
 fn the_native_protocol_takes_an_answer_with_commands_as_it_is() {
     let ws = Workspace::new();
     let shown = "Run this:\n\n```sh\nmake totals\n```";

@@ -108,6 +108,7 @@ impl Coach {
         task: &str,
         tools: &[&str],
         cut: Option<&str>,
+        blocks: bool,
     ) -> Option<Note> {
         let turn = &mut self.turn;
         let again = turn.noted.as_deref() == Some(answer);
@@ -125,6 +126,7 @@ impl Coach {
                     changed: turn.changed,
                     last_result: &turn.last_result,
                     failed: turn.failed.as_ref(),
+                    blocks,
                 };
                 notes::judge(answer, task, tools, &done)?
             }
@@ -165,11 +167,15 @@ mod tests {
     #[test]
     fn off_until_switched_on_and_then_for_good() {
         let mut coach = Coach::default();
-        assert_eq!(coach.note("", "T", &TOOLS, None), None, "off: no note");
+        assert_eq!(
+            coach.note("", "T", &TOOLS, None, false),
+            None,
+            "off: no note"
+        );
         assert!(coach.switch_on(TEXT_CALL));
         assert!(!coach.switch_on(BEGUN_CALL), "already on");
         assert_eq!(coach.why.as_deref(), Some(TEXT_CALL));
-        assert!(coach.note("", "T", &TOOLS, None).is_some());
+        assert!(coach.note("", "T", &TOOLS, None, false).is_some());
         let resumed = Coach::resumed(Some(TEXT_PROTOCOL));
         assert_eq!(resumed.why.as_deref(), Some(TEXT_PROTOCOL));
     }
@@ -177,12 +183,20 @@ mod tests {
     #[test]
     fn a_turn_gets_two_notes_and_the_same_answer_again_is_final() {
         let mut coach = Coach::resumed(Some(TEXT_CALL));
-        assert!(coach.note("", "T", &TOOLS, None).is_some());
-        assert_eq!(coach.note("", "T", &TOOLS, None), None, "the same answer");
-        assert!(coach.note(" ", "T", &TOOLS, None).is_some());
-        assert_eq!(coach.note("  ", "T", &TOOLS, None), None, "budget spent");
+        assert!(coach.note("", "T", &TOOLS, None, false).is_some());
+        assert_eq!(
+            coach.note("", "T", &TOOLS, None, false),
+            None,
+            "the same answer"
+        );
+        assert!(coach.note(" ", "T", &TOOLS, None, false).is_some());
+        assert_eq!(
+            coach.note("  ", "T", &TOOLS, None, false),
+            None,
+            "budget spent"
+        );
         coach.start_turn();
-        assert!(coach.note("  ", "T", &TOOLS, Some("cut")).is_some());
+        assert!(coach.note("  ", "T", &TOOLS, Some("cut"), false).is_some());
     }
 
     #[test]
@@ -193,14 +207,14 @@ mod tests {
             "Error: old_text was not found in a.py. The file holds:",
         );
         coach.observe("edit_file", r#"{"path": "a.py"}"#, &missed);
-        let note = coach.note("Done.", "T", &TOOLS, None).unwrap();
+        let note = coach.note("Done.", "T", &TOOLS, None, false).unwrap();
         assert!(
             note.text.contains("(old_text was not found in a.py)"),
             "{}",
             note.text
         );
         assert_eq!(
-            coach.note("Done!", "T", &TOOLS, None),
+            coach.note("Done!", "T", &TOOLS, None, false),
             None,
             "once a failure"
         );
@@ -208,6 +222,6 @@ mod tests {
         coach.observe("edit_file", r#"{"path": "a.py"}"#, &missed);
         let wrote = output(true, "wrote a.py");
         coach.observe("write_file", r#"{"path": "a.py"}"#, &wrote);
-        assert_eq!(coach.note("Done.", "T", &TOOLS, None), None);
+        assert_eq!(coach.note("Done.", "T", &TOOLS, None, false), None);
     }
 }

@@ -17,6 +17,9 @@ pub struct Done<'a> {
     /// A write_file or edit_file that failed for its arguments, and no change to its file has
     /// worked since.
     pub failed: Option<&'a Failure>,
+    /// The request's prompt declared the edit blocks (wire::textproto::EDITS): a file is
+    /// written as a block there, not as a JSON string.
+    pub blocks: bool,
 }
 
 /// A change that failed for its arguments (`tools::fixable`).
@@ -63,7 +66,7 @@ pub fn judge(answer: &str, task: &str, tools: &[&str], done: &Done) -> Option<No
     if let Some(tool) = shapes::unfinished_call(answer, tools) {
         return Some(Note::new(
             "the answer begins a tool call it does not finish; asking the model to write it whole",
-            unfinished(tool, task),
+            unfinished(tool, task, done.blocks),
         ));
     }
     if !done.changed && shapes::hands_over_commands(answer) {
@@ -107,11 +110,24 @@ fn empty(task: &str) -> String {
     )
 }
 
-fn unfinished(tool: &str, task: &str) -> String {
+/// A call begun and not finished. Where the edit blocks are declared, a write or an edit is
+/// asked for as its block: a file's lines in a JSON string (every newline and quote escaped) is
+/// the form a call is most often left unfinished in.
+fn unfinished(tool: &str, task: &str, blocks: bool) -> String {
+    let again = match tool {
+        "write_file" | "edit_file" if blocks => {
+            "Write it as a block instead: the file's path alone on a line, then a fenced block \
+             with its whole new content (or a SEARCH/REPLACE block for part of it)."
+                .to_string()
+        }
+        _ => format!(
+            "Write the whole call again, every string and brace closed: {{\"name\": \"{tool}\", \
+             \"arguments\": {{...}}}}"
+        ),
+    };
     format!(
         "[turn: your reply began a call to {tool} but is not complete JSON, so nothing was run. \
-         Write the whole call again, every string and brace closed: {{\"name\": \"{tool}\", \
-         \"arguments\": {{...}}}}]{}",
+         {again}]{}",
         restated(task)
     )
 }
@@ -164,6 +180,7 @@ mod tests {
         changed: false,
         last_result: "",
         failed: None,
+        blocks: false,
     };
 
     fn notice(answer: &str, done: &Done) -> Option<&'static str> {
@@ -219,6 +236,36 @@ mod tests {
             assert!(note.text.ends_with("\n\nThe task: TASK"), "{}", note.text);
             assert_eq!(note.failure, done.failed.is_some());
         }
+    }
+
+    #[test]
+    fn an_unfinished_write_is_asked_for_as_a_block_where_blocks_are_declared() {
+        let cut = r#"{"name": "write_file", "arguments": {"path": "a.py", "content": "x = 1
+y"#;
+        let blocks = Done {
+            blocks: true,
+            ..NOTHING
+        };
+        let note = judge(cut, "T", &TOOLS, &blocks).unwrap();
+        assert!(
+            note.text.contains("Write it as a block instead"),
+            "{}",
+            note.text
+        );
+        let note = judge(cut, "T", &TOOLS, &NOTHING).unwrap();
+        assert!(
+            note.text.contains("Write the whole call again"),
+            "{}",
+            note.text
+        );
+        // Another tool's call is asked for whole, blocks or not.
+        let bash = r#"{"name": "bash", "arguments": {"command": "ls"#;
+        let note = judge(bash, "T", &TOOLS, &blocks).unwrap();
+        assert!(
+            note.text.contains("Write the whole call again"),
+            "{}",
+            note.text
+        );
     }
 
     #[test]
