@@ -297,7 +297,8 @@ fn files_the_task_names_are_handed_over_before_it_under_the_text_protocol() {
     );
     let task = messages[1]["content"].as_str().unwrap();
     assert!(
-        task.starts_with("greet.py\n```\nprint('hi')\n```\n\nadd a flag to greet.py"),
+        task.starts_with("[turn: the files the task names, as they are now:]\n\ngreet.py\n```\nprint('hi')\n```\n\nadd a flag to greet.py\n\n[turn: the files in the project directory")
+            && task.ends_with("\n1 file]"),
         "{task}"
     );
     // Under auto the read stays turn's call and its result.

@@ -234,6 +234,10 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
     out
 }
 
+/// What the files handed over with a task open with: that they are read, and current, so the
+/// model need not read them again.
+const HANDED: &str = "[turn: the files the task names, as they are now:]\n\n";
+
 /// The files turn read for a task before the model's first reply (its own `read_file` calls,
 /// `message::by_turn`, right after the task), where the edit blocks are declared: each becomes
 /// its whole-file block at the head of the task's message, as a person hands files over with
@@ -269,7 +273,7 @@ fn handed_over(history: &[Message], declared: bool) -> (HashMap<usize, String>, 
             else {
                 break;
             };
-            let files: &mut String = handed.entry(at).or_default();
+            let files: &mut String = handed.entry(at).or_insert_with(|| HANDED.to_string());
             files.push_str(&block);
             files.push_str("\n\n");
             skipped.extend([next, next + 1]);
@@ -533,7 +537,10 @@ mod tests {
         let tools = ["bash", "read_file", "write_file", "edit_file"];
         let out = render(&history, &declared, &tools);
         let text = |i: usize| out[i].content.as_deref().unwrap().to_string();
-        assert_eq!(text(1), "a.py\n```\nx = 1\n```\n\nfix a.py and b.py");
+        assert_eq!(
+            text(1),
+            format!("{HANDED}a.py\n```\nx = 1\n```\n\nfix a.py and b.py")
+        );
         // A page of a file stays a call and its result, and so does what came after it; the
         // model's own read of a whole file is its call and a result.
         assert!(text(2).contains("\"path\":\"b.py\""), "{}", text(2));
