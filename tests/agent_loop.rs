@@ -399,6 +399,11 @@ fn line_numbers_copied_from_read_file_are_taken_out_of_rewrites_and_edits() {
             "write_file",
             json!({"path": "new.tsv", "content": "1\tapple\n2\tpear\n"}),
         )]),
+        // The file copied back unchanged from read_file, numbers and all: it stays as it is.
+        calls(&[(
+            "write_file",
+            json!({"path": "config.toml", "content": "     1\t[server]\n     2\tport = 9091\n     3\tworkers = 4\n"}),
+        )]),
         Reply::Text("Done."),
     ]);
     turn_in(&ws, &mock, true, &["--no-preload", "set the port"]).expect(0);

@@ -441,13 +441,11 @@ fn edit_loosely(
 const MAX_REWRITE_BYTES: u64 = 256 * 1024;
 
 /// Whether `content` is the workspace file `path` written out anew, not a snippet of it or
-/// another file's text: the file exists, differs, and at least half of its distinct non-blank
-/// lines stand in `content`, which has at least 60% as many non-blank lines.
+/// another file's text: the file exists, and at least half of its distinct non-blank lines
+/// stand in `content`, which has at least 60% as many non-blank lines. The file's own text
+/// counts: a file copied back from read_file unchanged, numbers and all, is a rewrite too.
 fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
-    match small_text(ctx, path) {
-        Some(old) => old != content && rewrites(&old, content),
-        None => false,
-    }
+    small_text(ctx, path).is_some_and(|old| rewrites(&old, content))
 }
 
 /// A workspace file's text, when it is a regular UTF-8 file of at most `MAX_REWRITE_BYTES`.
