@@ -21,6 +21,7 @@ use util::*;
 /// and examples): not turn's.
 const FOREIGN: &[&str] = &[
     "--jinja",
+    "--no-repack",
     "--host",
     "--port",
     "--no-default-features",
