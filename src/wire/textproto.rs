@@ -234,8 +234,8 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
     out
 }
 
-/// What the files handed over with a task open with: that they are read, and current, so the
-/// model need not read them again.
+/// What the files handed over with a task open with: what they are (read by turn, as they are
+/// now), said rather than left to the model to work out.
 const HANDED: &str = "[turn: the files the task names, as they are now:]\n\n";
 
 /// The files turn read for a task before the model's first reply (its own `read_file` calls,
