@@ -293,7 +293,7 @@ impl Agent<'_> {
             let messages = rendered.as_deref().unwrap_or(wire);
             // The text protocol asks for one call a reply: the reply ends after the first.
             let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
-            let declared = self.text_prompt.ends_with(EDITS);
+            let declared = self.blocks_declared();
             let first_call =
                 |reply: &str, from: usize| textproto::first_call_end(reply, from, &names, declared);
             let request = Request {
