@@ -18,7 +18,7 @@ use crate::tools::LINE_CUT;
 use crate::wire::editblocks;
 use crate::wire::message::{self, Message, Role};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// How tool calls travel between turn and the server.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -241,12 +241,12 @@ const HANDED: &str = "[turn: the files the task names, as they are now:]\n\n";
 /// The files turn read for a task before the model's first reply (its own `read_file` calls,
 /// `message::by_turn`, right after the task), where the edit blocks are declared: each becomes
 /// its whole-file block at the head of the task's message, as a person hands files over with
-/// a request, so that the task is the last thing the model reads before it replies. Returns
-/// the blocks by the index of the user message they go before, and the indices of the calls
-/// and results they stand in for. A read that is not a whole file (a page, a cut line) stays
+/// a request, so that the model reads them before the task rather than after it. Returns the
+/// blocks by the index of the user message they go before, and the indices of the calls and
+/// results they stand in for. A read that is not a whole file (a page, a cut line) stays
 /// a call and its result, as do those after it.
-fn handed_over(history: &[Message], declared: bool) -> (HashMap<usize, String>, Vec<usize>) {
-    let (mut handed, mut skipped) = (HashMap::new(), Vec::new());
+fn handed_over(history: &[Message], declared: bool) -> (HashMap<usize, String>, HashSet<usize>) {
+    let (mut handed, mut skipped) = (HashMap::new(), HashSet::new());
     if !declared {
         return (handed, skipped);
     }
