@@ -424,6 +424,50 @@ fn line_numbers_copied_from_read_file_are_taken_out_of_rewrites_and_edits() {
         "{}",
         chats[2].last_content()
     );
+    assert_eq!(
+        chats[4].last_content(),
+        "config.toml is unchanged: it already holds exactly this content (33 bytes; the line \
+         numbers copied from read_file were taken out); nothing was written"
+    );
+}
+
+#[test]
+fn a_write_of_what_the_file_already_holds_writes_nothing_and_says_so() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "one\n");
+    ws.write("b.txt", "two\n");
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    for name in ["a.txt", "b.txt"] {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(ws.path(name))
+            .unwrap();
+        file.set_modified(old).unwrap();
+    }
+    let mock = Mock::start(vec![
+        calls(&[
+            ("write_file", json!({"path": "a.txt", "content": "one\n"})),
+            // The same size, other bytes: written.
+            ("write_file", json!({"path": "b.txt", "content": "TWO\n"})),
+        ]),
+        Reply::Text("Done."),
+    ]);
+    turn_in(&ws, &mock, true, &["--no-preload", "write them"]).expect(0);
+    let modified = |name: &str| {
+        std::fs::metadata(ws.path(name))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    assert_eq!(modified("a.txt"), old, "a.txt was not touched");
+    assert_ne!(modified("b.txt"), old);
+    assert_eq!(ws.read("b.txt"), "TWO\n");
+    let sent = mock.chats()[1].messages().clone();
+    assert_eq!(
+        sent[3]["content"],
+        "a.txt is unchanged: it already holds exactly this content (4 bytes); nothing was written"
+    );
+    assert_eq!(sent[4]["content"], "Overwrote b.txt (4 bytes)");
 }
 
 #[test]

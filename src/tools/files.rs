@@ -259,6 +259,15 @@ pub(super) fn write_file(
         Ok(_) => true,
         Err(_) => false,
     };
+    // Content the file already holds changes nothing: nothing is written (or asked for), and
+    // the result says so, so a model that copied a file back sees that it changed nothing.
+    if existed && holds(ctx, rel, &args.content) {
+        return Ok(Output::ok(format!(
+            "{name} is unchanged: it already holds exactly this content ({} bytes{note}); \
+             nothing was written",
+            args.content.len()
+        )));
+    }
     may_write(
         ctx,
         approver,
@@ -446,6 +455,22 @@ const MAX_REWRITE_BYTES: u64 = 256 * 1024;
 /// counts: a file copied back from read_file unchanged, numbers and all, is a rewrite too.
 fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
     small_text(ctx, path).is_some_and(|old| rewrites(&old, content))
+}
+
+/// Whether the regular file at `rel` holds exactly `content` (its size is looked at first).
+fn holds(ctx: &Context, rel: &Path, content: &str) -> bool {
+    let same_size = ctx
+        .root
+        .metadata(rel)
+        .is_ok_and(|meta| meta.len() == content.len() as u64);
+    let mut old = Vec::with_capacity(content.len());
+    same_size
+        && ctx
+            .root
+            .open_read(rel)
+            .and_then(|file| file.take(content.len() as u64 + 1).read_to_end(&mut old))
+            .is_ok()
+        && old == content.as_bytes()
 }
 
 /// A workspace file's text, when it is a regular UTF-8 file of at most `MAX_REWRITE_BYTES`.

@@ -494,6 +494,15 @@ mod tests {
             json!({"path": "a/b/c.txt", "content": "one\ntwo\nthree\n"}),
         );
         assert_eq!(out.text, "Overwrote a/b/c.txt (14 bytes)");
+        let out = ws.call(
+            "write_file",
+            json!({"path": "a/b/c.txt", "content": "one\ntwo\nthree\n"}),
+        );
+        assert_eq!(
+            out.text,
+            "a/b/c.txt is unchanged: it already holds exactly this content (14 bytes); nothing \
+             was written"
+        );
         let out = ws.call("read_file", json!({"path": "a/b/c.txt"}));
         assert_eq!(out.text, "     1\tone\n     2\ttwo\n     3\tthree\n");
         let out = ws.call(
