@@ -54,8 +54,9 @@ fn a_whole_file_block_is_a_write_and_is_shown_back_as_written() {
     let chats = mock.chats();
     assert!(declared(&chats[0]) && declared(&chats[1]));
     let messages = chats[1].messages();
+    // The system prompt, the declared example (a task and its reply), then the history.
     assert_eq!(
-        messages[2]["content"], WHOLE,
+        messages[4]["content"], WHOLE,
         "the block as the model wrote it"
     );
     assert!(chats[1]
@@ -292,10 +293,10 @@ fn files_the_task_names_are_handed_over_before_it_under_the_text_protocol() {
     let messages = chat.messages();
     assert_eq!(
         messages.len(),
-        2,
-        "the system prompt and the task's message"
+        4,
+        "the system prompt, the declared example and the task's message"
     );
-    let task = messages[1]["content"].as_str().unwrap();
+    let task = messages[3]["content"].as_str().unwrap();
     assert!(
         task.starts_with("[turn: the files the task names, as they are now:]\n\ngreet.py\n```\nprint('hi')\n```\n\nadd a flag to greet.py\n\n[turn: the files in the project directory")
             && task.ends_with("\n1 file]"),

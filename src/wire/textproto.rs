@@ -231,7 +231,33 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
             }),
         }
     }
+    if declared {
+        out.splice(1..1, example());
+    }
     out
+}
+
+/// A worked exchange in the declared syntax, shown after the system prompt where the edit
+/// blocks are declared: a task with its file handed over, and the reply that says the change
+/// and writes the file as a block. Small models follow a format they have seen in a reply more
+/// readily than one only described (aider shows its formats so). It is part of the prompt, not
+/// of the history, and it names no file of any project.
+fn example() -> [Message; 2] {
+    [
+        Message::user(format!(
+            "[turn: an example of a task and its reply; the real task follows it]\n\n\
+             {HANDED}hello.py\n```python\nprint(\"hello\")\n```\n\n\
+             Make hello.py greet the world."
+        )),
+        Message::assistant(
+            Some(
+                "I will change the text hello.py prints from \"hello\" to \"hello, world\".\n\n\
+                 hello.py\n```python\nprint(\"hello, world\")\n```"
+                    .into(),
+            ),
+            Vec::new(),
+        ),
+    ]
 }
 
 /// What the files handed over with a task open with: what they are (read by turn, as they are
@@ -485,15 +511,16 @@ mod tests {
         let tools = ["bash", "read_file", "write_file", "edit_file"];
         let out = render(&history, &declared, &tools);
         let text = |i: usize| out[i].content.as_deref().unwrap();
+        // The system prompt, the example (2 messages), then the history.
         assert_eq!(
-            text(3),
+            text(5),
             "Result of read_file call c1:\na.py\n```\nx = 1\n\n```"
         );
         assert!(
-            text(5).contains("     1\ty\n[lines 1-1 of 9"),
+            text(7).contains("     1\ty\n[lines 1-1 of 9"),
             "a page stays numbered"
         );
-        assert_eq!(text(6), "a.py\n```\nx = 2\n```");
+        assert_eq!(text(8), "a.py\n```\nx = 2\n```");
         // The same history where they are not declared: JSON calls and numbered lines.
         let out = render(&history, "TOOLS", &tools);
         assert!(out[3]
@@ -538,22 +565,47 @@ mod tests {
         let out = render(&history, &declared, &tools);
         let text = |i: usize| out[i].content.as_deref().unwrap().to_string();
         assert_eq!(
-            text(1),
+            text(3),
             format!("{HANDED}a.py\n```\nx = 1\n```\n\nfix a.py and b.py")
         );
         // A page of a file stays a call and its result, and so does what came after it; the
         // model's own read of a whole file is its call and a result.
-        assert!(text(2).contains("\"path\":\"b.py\""), "{}", text(2));
-        assert!(text(4).contains("\"path\":\"c.py\""));
-        assert!(text(6).contains("\"path\":\"a.py\""));
-        assert!(text(7).starts_with("Result of read_file call c9:\na.py\n```"));
-        assert_eq!(out.len(), 8);
+        assert!(text(4).contains("\"path\":\"b.py\""), "{}", text(4));
+        assert!(text(6).contains("\"path\":\"c.py\""));
+        assert!(text(8).contains("\"path\":\"a.py\""));
+        assert!(text(9).starts_with("Result of read_file call c9:\na.py\n```"));
+        assert_eq!(out.len(), 10);
         // Where the blocks are not declared, every read is a call and its result.
         let out = render(&history, "TOOLS", &tools);
         assert_eq!(out[1].content.as_deref(), Some("fix a.py and b.py"));
         assert_eq!(out.len(), 10);
         assert!(message::by_turn(&ours[0]) && !message::by_turn("c9"));
         assert!(!message::by_turn(&message::new_call_id()));
+    }
+
+    #[test]
+    fn where_the_blocks_are_declared_a_worked_example_follows_the_system_prompt() {
+        let history = vec![Message::system("sys"), Message::user("go")];
+        let tools = ["bash", "read_file", "write_file", "edit_file"];
+        let out = render(&history, &format!("TOOLS{EDITS}"), &tools);
+        let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
+        use Role::{Assistant, System, User};
+        assert_eq!(roles, [System, User, Assistant, User]);
+        assert_eq!(out[3].content.as_deref(), Some("go"));
+        // The example hands a file over as the task's files are, and its reply writes it in
+        // the declared syntax.
+        let task = out[1].content.as_deref().unwrap();
+        assert!(task.contains(&format!("{HANDED}hello.py\n```")), "{task}");
+        let found = editblocks::read(out[2].content.as_deref().unwrap(), &tools, false, true);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].name, "write_file");
+        assert_eq!(
+            serde_json::from_str::<Value>(&found[0].arguments).unwrap(),
+            serde_json::json!({"path": "hello.py", "content": "print(\"hello, world\")\n"})
+        );
+        // Not where they are not declared.
+        let out = render(&history, "TOOLS", &tools);
+        assert_eq!(out.len(), 2);
     }
 
     #[test]
