@@ -314,3 +314,27 @@ fn files_the_task_names_are_handed_over_before_it_under_the_text_protocol() {
     );
     assert_eq!(messages[3]["role"], "tool");
 }
+
+/// A call block in the declared format with prose around it, to a tool that does not exist.
+const NO_TOOL: &str = "The module is missing, so I will install it.\n\n```json\n\
+    {\"name\": \"pip\", \"arguments\": {\"package\": \"unittest\"}}\n```\n\nThen the tests run.\n";
+
+#[test]
+fn under_the_text_protocol_a_call_block_to_no_tool_is_told_which_tools_there_are() {
+    let ws = Workspace::new();
+    let mock = Mock::start(vec![Reply::Text(NO_TOOL), Reply::Text("Done.")]);
+    let first = text(&ws, &mock, &["fix the tests"]).expect(0);
+    assert!(first.stdout.ends_with("Done.\n"), "{}", first.stdout);
+    let result = mock.chats()[1].last_content();
+    assert!(
+        result.contains("Error: Unknown tool: pip. Available tools: bash"),
+        "{result}"
+    );
+    // Under auto, for a natively calling model, the same reply is the answer.
+    let mock = Mock::start(vec![bash("ls"), Reply::Text(NO_TOOL)]);
+    let mut command = turn(&ws, &mock);
+    command.args(["--no-preload", "fix the tests"]);
+    let answered = run(command).expect(0);
+    assert_has(&answered.stdout, "I will install it.");
+    assert_eq!(mock.chats().len(), 2, "one request per answer");
+}

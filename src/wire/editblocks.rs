@@ -9,7 +9,9 @@
 //! similarity thresholds. A block that begins and does not parse (a fence never closed, a
 //! marker missing, a second block for the same file in one reply, a SEARCH without a path)
 //! becomes a call that does not run, with the reason as its result, so the model can fix it.
-//! Calls written as JSON (see textcalls) are read in the text around the blocks, in order.
+//! Calls written as JSON are read in the text around the blocks, in order, as the declared
+//! call format (textcalls::declared_in_reply: a fenced call block is a call even to a tool that
+//! does not exist, whose run then says which tools there are).
 //!
 //! Pure: text in, calls out.
 
@@ -45,7 +47,7 @@ impl Found {
 
 /// The calls in `text`: calls written as JSON (see textcalls::in_reply; `cut`: the reply was
 /// cut short) and, when the request's system prompt `declared` them, edit blocks, in the order
-/// they appear.
+/// they appear (the JSON calls then as textcalls::declared_in_reply reads them).
 pub fn read(text: &str, tools: &[&str], cut: bool, declared: bool) -> Vec<Found> {
     if !declared {
         let calls = textcalls::in_reply(text, tools, cut).into_iter();
@@ -83,7 +85,7 @@ fn json_calls(found: &mut Vec<Found>, text: &str, tools: &[&str], cut: bool) {
         return;
     }
     found.extend(
-        textcalls::in_reply(text, tools, cut)
+        textcalls::declared_in_reply(text, tools, cut)
             .into_iter()
             .map(Found::call),
     );
@@ -495,6 +497,34 @@ mod tests {
             "only the JSON call where nothing was declared"
         );
         assert_eq!(undeclared[0].name, "bash");
+    }
+
+    #[test]
+    fn where_the_format_is_declared_a_call_block_to_no_tool_is_a_call() {
+        let text = "I will install it.\n\n```json\n{\"name\": \"pip\", \"arguments\": \
+                    {\"package\": \"x\"}}\n```\n\nThen it works.\n";
+        let found = read(text, &TOOLS, false, true);
+        let calls: Vec<(&str, &str, bool)> = found
+            .iter()
+            .map(|f| (f.name.as_str(), f.arguments.as_str(), f.edit))
+            .collect();
+        assert_eq!(calls, [("pip", "{\"package\":\"x\"}", false)]);
+        // Where nothing was declared it is an answer that shows JSON (in prose).
+        assert_eq!(read(text, &TOOLS, false, false), []);
+        // A call to an offered tool beside it is the call; JSON that is no call stays prose.
+        let both = format!(
+            "{text}```json\n{{\"name\": \"bash\", \"arguments\": {{\"command\": \"ls\"}}}}\n```\n"
+        );
+        let found = read(&both, &TOOLS, false, true);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].name, "bash");
+        for prose in [
+            "```json\n{\"name\": \"app\", \"version\": \"1.0\"}\n```\n",
+            "```python\n{\"name\": \"pip\", \"arguments\": {}}\n```\n",
+            "Call {\"name\": \"pip\", \"arguments\": {}} then.\n",
+        ] {
+            assert_eq!(read(prose, &TOOLS, false, true), [], "{prose}");
+        }
     }
 
     #[test]

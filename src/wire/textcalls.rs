@@ -97,6 +97,20 @@ pub fn in_reply(text: &str, tools: &[&str], cut: bool) -> Vec<TextCall> {
     calls
 }
 
+/// The calls of a reply to a request that declared the call format (the text protocol's
+/// prompt: "answer with one fenced block like this"): those of `in_reply`, or else the calls in
+/// a fenced call block whatever tool they name, since the prompt said that such a block is a
+/// call. Nothing runs for a name that is no tool's: the dispatch answers which tools there are.
+pub fn declared_in_reply(text: &str, tools: &[&str], cut: bool) -> Vec<TextCall> {
+    let mut calls = in_reply(text, tools, cut);
+    if calls.is_empty() {
+        calls = fenced(text, Names::Any);
+        let mut seen = std::collections::HashSet::new();
+        calls.retain(|call| seen.insert((call.name.clone(), call.arguments.clone())));
+    }
+    calls
+}
+
 /// Which tool names a call may have.
 #[derive(Clone, Copy)]
 enum Names<'a> {
