@@ -108,6 +108,8 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
             protected: Vec::new(),
             root,
             user: user_tools(args, &workspace, front)?,
+            seen: Default::default(),
+            replace_seen_only: false,
         };
         print!("{}", tools::listing(&tools));
         return Ok(());
@@ -156,7 +158,10 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         read_only: args.sandbox == Mode::ReadOnly,
         protected,
         user,
+        seen: Default::default(),
+        replace_seen_only: false,
     };
+    tools::remember_seen(&tools, &history);
 
     let base_url = base_url(args, front)?;
     let client = client(args, &base_url)?.with_deadline(args.request_deadline);

@@ -145,7 +145,10 @@ fn two_blocks_for_one_file_run_the_first_only() {
         Reply::Text("ok"),
         Reply::Text("ok"),
     ]);
-    let run = text(&ws, &mock, &["change a.py"]).expect(0);
+    // a.py is named: turn reads it first, so the model has seen it.
+    let mut command = turn(&ws, &mock);
+    command.args(["--tool-protocol", "text", "change a.py"]);
+    let run = run(command).expect(0);
     assert_eq!(ws.read("a.py"), "x = 5\n");
     assert_has(&run.stderr, "[write_file] a.py (ok)");
     assert_has(&run.stderr, "[edit_file] a.py (error");
@@ -337,4 +340,69 @@ fn under_the_text_protocol_a_call_block_to_no_tool_is_told_which_tools_there_are
     let answered = run(command).expect(0);
     assert_has(&answered.stdout, "I will install it.");
     assert_eq!(mock.chats().len(), 2, "one request per answer");
+}
+
+/// A whole-file block for `path`.
+fn block(path: &str, content: &str) -> Reply {
+    Reply::Text(Box::leak(
+        format!("{path}\n```\n{content}```\n").into_boxed_str(),
+    ))
+}
+
+#[test]
+fn under_the_text_protocol_only_a_file_read_in_the_session_is_replaced() {
+    let ws = Workspace::new();
+    ws.write("a.txt", "keep me\n");
+    ws.write("b.txt", "old\n");
+    let read = Reply::Text(
+        "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}\n```",
+    );
+    let mock = Mock::start(vec![
+        block("a.txt", "a guess\n"),
+        read,
+        block("a.txt", "keep me, changed\n"),
+        block("new.txt", "1\n"),
+        block("new.txt", "2\n"),
+        Reply::Text("Done."),
+        // The session goes on: what it read before counts; what it did not, does not.
+        block("a.txt", "again\n"),
+        block("b.txt", "a guess\n"),
+        Reply::Text("Done again."),
+        Reply::Text("b.txt is left as it was."),
+    ]);
+    let first = text(&ws, &mock, &["change a.txt"]).expect(0);
+    assert_has(&first.stderr, "[write_file] a.txt (error");
+    let chats = mock.chats();
+    let refused = chats[1].last_content();
+    assert!(
+        refused.starts_with("Result of write_file call ")
+            && refused.ends_with(
+                ":\nError: write_file replaces only a file read in this session, and a.txt was \
+                 not read: nothing was written. Read it with read_file first, then write it \
+                 whole, or change part of it with edit_file"
+            ),
+        "{refused}"
+    );
+    assert_has(&chats[3].last_content(), "Overwrote a.txt (17 bytes)");
+    assert_has(&chats[5].last_content(), "Overwrote new.txt (2 bytes)");
+    assert_eq!(ws.read("new.txt"), "2\n");
+    text(&ws, &mock, &["-c", "and b.txt"]).expect(0);
+    assert_eq!(ws.read("a.txt"), "again\n");
+    assert_eq!(ws.read("b.txt"), "old\n");
+    assert_has(
+        &mock.chats()[8].last_content(),
+        "and b.txt was not read: nothing was written",
+    );
+    // Under auto, for a natively calling model, write_file replaces what the model names.
+    let mock = Mock::start(vec![
+        calls(&[(
+            "write_file",
+            serde_json::json!({"path": "b.txt", "content": "new\n"}),
+        )]),
+        Reply::Text("Done."),
+    ]);
+    let mut command = turn(&ws, &mock);
+    command.args(["--no-preload", "--no-session", "replace b.txt"]);
+    run(command).expect(0);
+    assert_eq!(ws.read("b.txt"), "new\n");
 }

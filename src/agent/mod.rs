@@ -252,6 +252,7 @@ impl Agent<'_> {
         if let Some(chars) = self.context.result_chars(calls) {
             self.tools.max_output = limit.min(chars.max(1));
         }
+        self.tools.replace_seen_only = self.blocks_declared();
         let output = tools::run(name, arguments, &self.tools, &mut self.approver);
         self.tools.max_output = limit;
         output

@@ -43,7 +43,7 @@ pub(super) struct EditArgs {
     replace_all: bool,
 }
 
-fn resolve(path: &str, ctx: &Context) -> Result<PathBuf, String> {
+pub(super) fn resolve(path: &str, ctx: &Context) -> Result<PathBuf, String> {
     sandbox::safe_path(ctx.workspace, path, lookup)
 }
 
@@ -153,6 +153,7 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
         last = total;
     }
     if total == 0 {
+        ctx.seen.borrow_mut().insert(path.clone());
         return Ok(Output::ok(format!("({name} is empty)")));
     }
     if first > total {
@@ -166,6 +167,7 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
             last + 1
         ));
     }
+    ctx.seen.borrow_mut().insert(path.clone());
     let cut = truncate::middle(&text, ctx.max_output.max(MAX_LINE_CHARS * 2));
     Ok(Output {
         ok: true,
@@ -180,8 +182,9 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
 /// whose old_text and new_text are the same is no failed change: the model means the file to
 /// stay as it is.
 pub fn fixable(error: &str) -> bool {
-    const FIXABLE: [&str; 4] = [
+    const FIXABLE: [&str; 5] = [
         "content is only the tag",
+        "write_file replaces only a file read",
         "old_text is empty",
         "old_text appears",
         "old_text was not found",
@@ -268,6 +271,17 @@ pub(super) fn write_file(
             args.content.len()
         )));
     }
+    // Replacing a file the model has not seen loses what it holds, and a small model writes a
+    // whole file from a guess: where the text protocol declares the blocks (its whole-file
+    // block is "a new file, or one you have been shown"), only files read or written in this
+    // session are replaced.
+    if existed && ctx.replace_seen_only && !ctx.seen.borrow().contains(&path) {
+        return Err(format!(
+            "write_file replaces only a file read in this session, and {name} was not read: \
+             nothing was written. Read it with read_file first, then write it whole, or change \
+             part of it with edit_file"
+        ));
+    }
     may_write(
         ctx,
         approver,
@@ -293,6 +307,7 @@ pub(super) fn write_file(
         out.write_all(args.content.as_bytes())
     })
     .map_err(|e| format!("cannot write {name}: {e}"))?;
+    ctx.seen.borrow_mut().insert(path.clone());
     let verb = if existed { "Overwrote" } else { "Created" };
     Ok(Output::ok(format!(
         "{verb} {name} ({} bytes{note})",

@@ -6,6 +6,7 @@
 
 use crate::approve::{Action, Approver};
 use crate::sandbox::fsafe::Dir;
+use crate::wire::message::{Message, Role};
 use files::DEFAULT_LINES;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -41,6 +42,35 @@ pub struct UserTools {
     pub mcp: mcp::Mcp,
 }
 
+/// Marks as seen (`Context::seen`) the files a resumed history read or wrote through
+/// read_file and write_file, calls whose result was no error: a session goes on where it left
+/// off.
+pub fn remember_seen(ctx: &Context, history: &[Message]) {
+    let failed: std::collections::HashSet<&str> = history
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .filter(|m| {
+            m.content
+                .as_deref()
+                .is_none_or(|t| t.starts_with("Error: "))
+        })
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    let mut seen = ctx.seen.borrow_mut();
+    for call in history.iter().flat_map(|m| &m.tool_calls) {
+        let function = &call.function;
+        if !["read_file", "write_file"].contains(&function.name.as_str())
+            || failed.contains(call.id.as_str())
+        {
+            continue;
+        }
+        let arguments: Value = serde_json::from_str(&function.arguments).unwrap_or_default();
+        if let Some(Ok(path)) = arguments["path"].as_str().map(|p| files::resolve(p, ctx)) {
+            seen.insert(path);
+        }
+    }
+}
+
 /// What the tools need from the run's configuration.
 pub struct Context<'a> {
     /// Canonical, so `safe_path` can compare prefixes.
@@ -58,6 +88,11 @@ pub struct Context<'a> {
     pub protected: Vec<std::path::PathBuf>,
     /// Declared and MCP tools.
     pub user: UserTools,
+    /// The files read or written through the file tools in this session (resolved paths).
+    pub seen: std::cell::RefCell<std::collections::HashSet<std::path::PathBuf>>,
+    /// write_file replaces only files in `seen`: set where the text protocol declares the
+    /// edit blocks (see files::write_file).
+    pub replace_seen_only: bool,
 }
 
 impl Context<'_> {
@@ -393,8 +428,10 @@ mod tests {
     use std::fs;
     use std::path::PathBuf;
 
+    /// A scratch workspace; its calls are one session (what they read or wrote is seen).
     struct Workspace {
         dir: PathBuf,
+        seen: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
     }
 
     impl Workspace {
@@ -404,6 +441,7 @@ mod tests {
             fs::create_dir_all(&dir).unwrap();
             Workspace {
                 dir: dir.canonicalize().unwrap(),
+                seen: Default::default(),
             }
         }
 
@@ -412,12 +450,13 @@ mod tests {
         }
 
         fn call_with(&self, name: &str, args: Value, max_output: usize) -> Output {
-            run(
-                name,
-                &args.to_string(),
-                &context(&self.dir, max_output),
-                &mut Approver::never(),
-            )
+            let ctx = Context {
+                seen: self.seen.clone(),
+                ..context(&self.dir, max_output)
+            };
+            let out = run(name, &args.to_string(), &ctx, &mut Approver::never());
+            self.seen.replace(ctx.seen.take());
+            out
         }
 
         fn read(&self, path: &str) -> String {
@@ -435,6 +474,8 @@ mod tests {
             read_only: false,
             protected: Vec::new(),
             user: UserTools::default(),
+            seen: Default::default(),
+            replace_seen_only: false,
         }
     }
 

@@ -120,8 +120,9 @@ pub fn tools_prompt(specs: &Value) -> String {
 /// write_file's and edit_file's JSON form in the tool list: a file's whole content is easier to
 /// write in a fence than escaped in a JSON string (a call in that form still runs).
 pub const EDITS: &str = "\n# Writing files\n\n\
-write_file and edit_file are written as blocks, not as JSON. To write a whole file, give its \
-path alone on a line, then a fenced block with the full new content:\n\n\
+write_file and edit_file are written as blocks, not as JSON. To write a whole file (a new \
+one, or one you have been shown), give its path alone on a line, then a fenced block with the \
+full new content:\n\n\
 src/hello.py\n\
 ```python\n\
 print(\"hello\")\n\
