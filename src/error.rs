@@ -219,9 +219,8 @@ impl fmt::Display for Error {
             }
             Error::Repeating { tool, times } => write!(
                 f,
-                "the model is repeating itself: it made the same {tool} call {times} times in its \
-                 last {} calls with the same result, so the turn was stopped",
-                crate::repeat::WINDOW
+                "the model is repeating itself: it made the same {tool} call {times} times among \
+                 its latest calls with the same result, so the turn was stopped"
             ),
             Error::Interrupted => f.write_str("interrupted"),
         }

@@ -1,10 +1,11 @@
 //! Loop detection. Small models repeat themselves: the same call, with the same arguments,
 //! getting the same result, over and over until --max-steps runs out, in a row or taking turns
 //! with another call (measured on Qwen2.5-Coder-1.5B: an `edit_file` whose `old_text` is not
-//! there, then `read_file`, then the same `edit_file` again, fifteen steps long). `Repeats`
-//! watches the calls of one turn; when an identical call with an identical result stands
-//! `WARN_AT` times among the last `WINDOW` calls the model is told so, and at `STOP_AT` the
-//! turn ends (`Error::Repeating`). A call that succeeded is spoken of from its second time:
+//! there, then `read_file`, then the same `edit_file` again, fifteen steps long), or a whole
+//! reply of several calls sent again. `Repeats` watches the calls of one turn; when an
+//! identical call with an identical result stands `WARN_AT` times among the latest calls (the
+//! last `WINDOW`, or those of the last `STOP_AT` replies when they are more) the model is told
+//! so, and at `STOP_AT` the turn ends (`Error::Repeating`). A call that succeeded is spoken of from its second time:
 //! small models run the tests that passed, or the count they already have, again and again
 //! instead of answering (measured: `find . -name '*.py' | wc -l` five times for a question it
 //! answers), so they are told at once that the step is done and how to finish.
@@ -19,7 +20,8 @@ use serde_json::Value;
 pub const WARN_AT: u32 = 3;
 /// Identical calls among the latest `WINDOW` that end the turn.
 pub const STOP_AT: u32 = 5;
-/// How many of the latest calls are looked at.
+/// How many of the latest calls are looked at, at least: all those of the last `STOP_AT`
+/// replies are, so that a reply of many calls sent `STOP_AT` times is a repeat.
 pub const WINDOW: usize = 10;
 
 /// What to do about the call just made.
@@ -37,21 +39,33 @@ pub enum Verdict {
 
 #[derive(Default)]
 pub struct Repeats {
-    /// The latest calls with their results, oldest first, at most `WINDOW`.
-    recent: std::collections::VecDeque<(String, String, String)>,
+    /// The latest calls with their results and the reply each came in, oldest first.
+    recent: std::collections::VecDeque<(u32, (String, String, String))>,
+    /// How many replies `reply` has counted.
+    replies: u32,
 }
 
 impl Repeats {
+    /// Marks the start of a reply's calls.
+    pub fn reply(&mut self) {
+        self.replies += 1;
+    }
+
     /// Records a call, whether it succeeded, and the result it got (before any warning is
     /// added to it).
     pub fn record(&mut self, ok: bool, name: &str, arguments: &str, result: &str) -> Verdict {
         let key = (name.to_string(), canonical(arguments), result.to_string());
-        if self.recent.len() == WINDOW {
+        self.recent.push_back((self.replies, key));
+        while self.recent.len() > WINDOW
+            && self
+                .recent
+                .front()
+                .is_some_and(|(reply, _)| reply + STOP_AT <= self.replies)
+        {
             self.recent.pop_front();
         }
-        self.recent.push_back(key);
-        let last = self.recent.back().expect("just pushed");
-        let count = self.recent.iter().filter(|k| *k == last).count() as u32;
+        let (_, last) = self.recent.back().expect("just pushed");
+        let count = self.recent.iter().filter(|(_, k)| k == last).count() as u32;
         match count {
             n if n >= STOP_AT => Verdict::Stop(n),
             n if n >= WARN_AT && !ok => Verdict::Warn(n),
@@ -72,7 +86,7 @@ pub fn note(verdict: &Verdict) -> Option<String> {
              next step, or if the task is done, give the user your answer.]"
         )),
         Verdict::Stop(n) => Some(format!(
-            "\n\n[turn: you made exactly this call {n} times in your last {WINDOW} calls and got \
+            "\n\n[turn: you made exactly this call {n} times among your latest calls and got \
              exactly this result each time, so turn stopped the turn.]"
         )),
     }
@@ -81,7 +95,7 @@ pub fn note(verdict: &Verdict) -> Option<String> {
 /// What the model reads after the result of its `n`th identical call.
 fn warning(n: u32) -> String {
     format!(
-        "\n\n[turn: you have made exactly this call {n} times in your last {WINDOW} calls and got \
+        "\n\n[turn: you have made exactly this call {n} times among your latest calls and got \
          exactly this result each time. Repeating it will not change anything. Try a different approach: \
          read the error, change the command or the file, or answer with what you found. After \
          {STOP_AT} identical calls the turn is stopped.]"
@@ -183,16 +197,41 @@ mod tests {
             n += 1;
             format!("{{\"command\":\"c{n}\"}}")
         };
-        repeats.record(false, "bash", r#"{"command":"x"}"#, "r");
-        repeats.record(false, "bash", r#"{"command":"x"}"#, "r");
+        let mut call = |repeats: &mut Repeats, args: &str| {
+            repeats.reply();
+            repeats.record(false, "bash", args, "r")
+        };
+        call(&mut repeats, r#"{"command":"x"}"#);
+        call(&mut repeats, r#"{"command":"x"}"#);
         for _ in 0..WINDOW - 1 {
-            repeats.record(false, "bash", &fresh(), "r");
+            call(&mut repeats, &fresh());
         }
         // One of the two x calls left the window.
-        assert_eq!(
-            repeats.record(false, "bash", r#"{"command":"x"}"#, "r"),
-            Verdict::Fresh
-        );
+        assert_eq!(call(&mut repeats, r#"{"command":"x"}"#), Verdict::Fresh);
+    }
+
+    #[test]
+    fn a_reply_of_many_calls_sent_again_and_again_is_a_repeat() {
+        let mut repeats = Repeats::default();
+        let mut last = Vec::new();
+        for _ in 0..5 {
+            repeats.reply();
+            last = (0..4)
+                .map(|i| {
+                    repeats.record(false, "write_file", &format!("{{\"path\":\"f{i}\"}}"), "no")
+                })
+                .collect();
+        }
+        assert!(last.iter().all(|v| *v == Verdict::Stop(5)), "{last:?}");
+        // Calls older than both the window and the last STOP_AT replies are forgotten.
+        let mut repeats = Repeats::default();
+        repeats.reply();
+        repeats.record(false, "bash", r#"{"command":"x"}"#, "r");
+        for n in 0..WINDOW {
+            repeats.reply();
+            repeats.record(false, "bash", &format!("{{\"command\":\"c{n}\"}}"), "r");
+        }
+        assert_eq!(repeats.recent.len(), WINDOW);
     }
 
     #[test]
@@ -242,10 +281,10 @@ mod tests {
         assert_eq!(note(&Verdict::Fresh), None);
         assert!(note(&Verdict::Stop(5))
             .unwrap()
-            .contains("5 times in your last 10 calls"));
+            .contains("5 times among your latest calls"));
         let text = note(&Verdict::Warn(3)).unwrap();
         assert!(
-            text.contains("exactly this call 3 times in your last 10 calls"),
+            text.contains("exactly this call 3 times among your latest calls"),
             "{text}"
         );
         assert!(text.contains("different approach"));

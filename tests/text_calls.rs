@@ -354,15 +354,25 @@ fn a_session_recorded_natively_resumes_under_the_text_protocol() {
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
+    // The system prompt, the declared example (a task and its reply), then the session.
     assert_eq!(
         roles,
-        ["system", "user", "assistant", "user", "assistant", "user"]
+        [
+            "system",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user"
+        ]
     );
     assert_eq!(
-        messages[2]["content"],
+        messages[4]["content"],
         "```json\n{\"name\": \"bash\", \"arguments\": {\"command\":\"echo earlier\"}}\n```"
     );
-    assert_has(messages[3]["content"].as_str().unwrap(), ":\nearlier\n");
+    assert_has(messages[5]["content"].as_str().unwrap(), ":\nearlier\n");
     // The session file still holds the native form, whichever protocol wrote it.
     let recorded = ws.read("s.jsonl");
     assert_has(&recorded, "\"tool_calls\"");
@@ -481,19 +491,19 @@ fn a_model_repeating_one_failing_call_is_stopped() {
         let mock = Mock::start(vec![Reply::Text(FAILING_CALL); 20]);
         let run = turn_with(&ws, &mock, stream, &["run it"]).expect(4);
         assert_has(&run.stderr, "the model is repeating itself");
-        assert_has(&run.stderr, "same bash call 5 times in its last 10 calls");
+        assert_has(&run.stderr, "same bash call 5 times among its latest calls");
         let chats = mock.chats();
         assert_eq!(chats.len(), 5, "stopped well before --max-steps 50");
         // From the third identical result on, the model is told so.
-        assert!(!chats[2].last_content().contains("times in your last"));
+        assert!(!chats[2].last_content().contains("times among your latest"));
         assert_has(
             &chats[3].last_content(),
-            "exactly this call 3 times in your last 10 calls",
+            "exactly this call 3 times among your latest calls",
         );
         assert_has(&chats[3].last_content(), "different approach");
         assert_has(
             &chats[4].last_content(),
-            "exactly this call 4 times in your last 10 calls",
+            "exactly this call 4 times among your latest calls",
         );
     });
 }

@@ -138,6 +138,7 @@ impl Agent<'_> {
             // After Ctrl-C the remaining calls are answered without running, so the history
             // still says what happened and what did not.
             let mut repeating = None;
+            repeats.reply();
             for (i, call) in reply.calls.iter().enumerate() {
                 let (id, name, arguments) = (
                     call.id.as_str(),
