@@ -197,7 +197,7 @@ mod tests {
             n += 1;
             format!("{{\"command\":\"c{n}\"}}")
         };
-        let mut call = |repeats: &mut Repeats, args: &str| {
+        let call = |repeats: &mut Repeats, args: &str| {
             repeats.reply();
             repeats.record(false, "bash", args, "r")
         };
