@@ -242,13 +242,12 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
 /// blocks are declared: a task with its file handed over, and the reply that says the change
 /// and writes the file as a block. Small models follow a format they have seen in a reply more
 /// readily than one only described (aider shows its formats so). It is part of the prompt, not
-/// of the history, and it names no file of any project.
+/// of the history, and it names no file of any project (the task's own message lists the
+/// project's files). It carries no label: each token of it is sent with every request.
 fn example() -> [Message; 2] {
     [
         Message::user(format!(
-            "[turn: an example of a task and its reply; the real task follows it]\n\n\
-             {HANDED}hello.py\n```python\nprint(\"hello\")\n```\n\n\
-             Make hello.py greet the world."
+            "{HANDED}hello.py\n```python\nprint(\"hello\")\n```\n\nMake hello.py greet the world."
         )),
         Message::assistant(
             Some(
