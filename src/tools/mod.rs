@@ -428,10 +428,8 @@ mod tests {
     use std::fs;
     use std::path::PathBuf;
 
-    /// A scratch workspace; its calls are one session (what they read or wrote is seen).
     struct Workspace {
         dir: PathBuf,
-        seen: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
     }
 
     impl Workspace {
@@ -441,7 +439,6 @@ mod tests {
             fs::create_dir_all(&dir).unwrap();
             Workspace {
                 dir: dir.canonicalize().unwrap(),
-                seen: Default::default(),
             }
         }
 
@@ -450,13 +447,12 @@ mod tests {
         }
 
         fn call_with(&self, name: &str, args: Value, max_output: usize) -> Output {
-            let ctx = Context {
-                seen: self.seen.clone(),
-                ..context(&self.dir, max_output)
-            };
-            let out = run(name, &args.to_string(), &ctx, &mut Approver::never());
-            self.seen.replace(ctx.seen.take());
-            out
+            run(
+                name,
+                &args.to_string(),
+                &context(&self.dir, max_output),
+                &mut Approver::never(),
+            )
         }
 
         fn read(&self, path: &str) -> String {
