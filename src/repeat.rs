@@ -5,9 +5,9 @@
 //! reply of several calls sent again. `Repeats` watches the calls of one turn; when an
 //! identical call with an identical result stands `WARN_AT` times among the latest calls (the
 //! last `WINDOW`, or those of the last `STOP_AT` replies when they are more) the model is told
-//! so, and at `STOP_AT` the turn ends (`Error::Repeating`). A call that succeeded is spoken of from its second time:
-//! small models run the tests that passed, or the count they already have, again and again
-//! instead of answering (measured: `find . -name '*.py' | wc -l` five times for a question it
+//! so, and at `STOP_AT` the turn ends (`Error::Repeating`). A call that succeeded is spoken of
+//! from its second time: small models run the tests that passed, or the count they already
+//! have, again and again instead of answering (measured: `find . -name '*.py' | wc -l` five times for a question it
 //! answers), so they are told at once that the step is done and how to finish.
 //!
 //! Pure: it sees names, arguments and results, nothing else. Arguments are compared as JSON
@@ -16,9 +16,9 @@
 
 use serde_json::Value;
 
-/// Identical calls among the latest `WINDOW` that get a warning with the result.
+/// Identical calls among the latest that get a warning with the result.
 pub const WARN_AT: u32 = 3;
-/// Identical calls among the latest `WINDOW` that end the turn.
+/// Identical calls among the latest that end the turn.
 pub const STOP_AT: u32 = 5;
 /// How many of the latest calls are looked at, at least: all those of the last `STOP_AT`
 /// replies are, so that a reply of many calls sent `STOP_AT` times is a repeat.
