@@ -7,8 +7,9 @@
 //! last `WINDOW`, or those of the last `STOP_AT` replies when they are more) the model is told
 //! so, and at `STOP_AT` the turn ends (`Error::Repeating`). A call that succeeded is spoken of
 //! from its second time: small models run the tests that passed, or the count they already
-//! have, again and again instead of answering (measured: `find . -name '*.py' | wc -l` five times for a question it
-//! answers), so they are told at once that the step is done and how to finish.
+//! have, again and again instead of answering (measured: `find . -name '*.py' | wc -l` five
+//! times for a question it answers), so they are told at once that the step is done and how
+//! to finish.
 //!
 //! Pure: it sees names, arguments and results, nothing else. Arguments are compared as JSON
 //! values, so spacing and key order do not hide a repeat. A model whose results differ (a
