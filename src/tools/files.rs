@@ -153,7 +153,7 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
         last = total;
     }
     if total == 0 {
-        ctx.seen.borrow_mut().insert(path.clone());
+        see(ctx, path.clone());
         return Ok(Output::ok(format!("({name} is empty)")));
     }
     if first > total {
@@ -167,7 +167,7 @@ pub(super) fn read_file(args: ReadArgs, ctx: &Context) -> Result<Output, String>
             last + 1
         ));
     }
-    ctx.seen.borrow_mut().insert(path.clone());
+    see(ctx, path.clone());
     let cut = truncate::middle(&text, ctx.max_output.max(MAX_LINE_CHARS * 2));
     Ok(Output {
         ok: true,
@@ -263,8 +263,9 @@ pub(super) fn write_file(
         Err(_) => false,
     };
     // Content the file already holds changes nothing: nothing is written (or asked for), and
-    // the result says so, so a model that copied a file back sees that it changed nothing.
-    if existed && holds(ctx, rel, &args.content) {
+    // the result says so, so a model that copied a file back sees that it changed nothing
+    // (looked at in text files up to MAX_REWRITE_BYTES).
+    if existed && small_text(ctx, &args.path).is_some_and(|old| old == args.content) {
         return Ok(Output::ok(format!(
             "{name} is unchanged: it already holds exactly this content ({} bytes{note}); \
              nothing was written",
@@ -307,7 +308,7 @@ pub(super) fn write_file(
         out.write_all(args.content.as_bytes())
     })
     .map_err(|e| format!("cannot write {name}: {e}"))?;
-    ctx.seen.borrow_mut().insert(path.clone());
+    see(ctx, path.clone());
     let verb = if existed { "Overwrote" } else { "Created" };
     Ok(Output::ok(format!(
         "{verb} {name} ({} bytes{note})",
@@ -472,20 +473,12 @@ fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
     small_text(ctx, path).is_some_and(|old| rewrites(&old, content))
 }
 
-/// Whether the regular file at `rel` holds exactly `content` (its size is looked at first).
-fn holds(ctx: &Context, rel: &Path, content: &str) -> bool {
-    let same_size = ctx
-        .root
-        .metadata(rel)
-        .is_ok_and(|meta| meta.len() == content.len() as u64);
-    let mut old = Vec::with_capacity(content.len());
-    same_size
-        && ctx
-            .root
-            .open_read(rel)
-            .and_then(|file| file.take(content.len() as u64 + 1).read_to_end(&mut old))
-            .is_ok()
-        && old == content.as_bytes()
+/// Records that the model has read or written `path` (see `Context::seen`).
+pub(super) fn see(ctx: &Context, path: PathBuf) {
+    let mut seen = ctx.seen.borrow_mut();
+    if !seen.contains(&path) {
+        seen.push(path);
+    }
 }
 
 /// A workspace file's text, when it is a regular UTF-8 file of at most `MAX_REWRITE_BYTES`.

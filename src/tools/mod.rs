@@ -46,7 +46,7 @@ pub struct UserTools {
 /// read_file and write_file, calls whose result was no error: a session goes on where it left
 /// off.
 pub fn remember_seen(ctx: &Context, history: &[Message]) {
-    let failed: std::collections::HashSet<&str> = history
+    let failed: Vec<&str> = history
         .iter()
         .filter(|m| m.role == Role::Tool)
         .filter(|m| {
@@ -56,17 +56,16 @@ pub fn remember_seen(ctx: &Context, history: &[Message]) {
         })
         .filter_map(|m| m.tool_call_id.as_deref())
         .collect();
-    let mut seen = ctx.seen.borrow_mut();
     for call in history.iter().flat_map(|m| &m.tool_calls) {
         let function = &call.function;
         if !["read_file", "write_file"].contains(&function.name.as_str())
-            || failed.contains(call.id.as_str())
+            || failed.contains(&call.id.as_str())
         {
             continue;
         }
         let arguments: Value = serde_json::from_str(&function.arguments).unwrap_or_default();
         if let Some(Ok(path)) = arguments["path"].as_str().map(|p| files::resolve(p, ctx)) {
-            seen.insert(path);
+            files::see(ctx, path);
         }
     }
 }
@@ -89,7 +88,7 @@ pub struct Context<'a> {
     /// Declared and MCP tools.
     pub user: UserTools,
     /// The files read or written through the file tools in this session (resolved paths).
-    pub seen: std::cell::RefCell<std::collections::HashSet<std::path::PathBuf>>,
+    pub seen: std::cell::RefCell<Vec<std::path::PathBuf>>,
     /// write_file replaces only files in `seen`: set where the text protocol declares the
     /// edit blocks (see files::write_file).
     pub replace_seen_only: bool,
