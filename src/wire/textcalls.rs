@@ -92,6 +92,11 @@ pub fn in_reply(text: &str, tools: &[&str], cut: bool) -> Vec<TextCall> {
             calls = recognize(whole, tools);
         }
     }
+    distinct(calls)
+}
+
+/// `calls` with each distinct call once, in order.
+fn distinct(mut calls: Vec<TextCall>) -> Vec<TextCall> {
     let mut seen = std::collections::HashSet::new();
     calls.retain(|call| seen.insert((call.name.clone(), call.arguments.clone())));
     calls
@@ -102,11 +107,9 @@ pub fn in_reply(text: &str, tools: &[&str], cut: bool) -> Vec<TextCall> {
 /// a fenced call block whatever tool they name, since the prompt said that such a block is a
 /// call. Nothing runs for a name that is no tool's: the dispatch answers which tools there are.
 pub fn declared_in_reply(text: &str, tools: &[&str], cut: bool) -> Vec<TextCall> {
-    let mut calls = in_reply(text, tools, cut);
+    let calls = in_reply(text, tools, cut);
     if calls.is_empty() {
-        calls = fenced(text, Names::Any);
-        let mut seen = std::collections::HashSet::new();
-        calls.retain(|call| seen.insert((call.name.clone(), call.arguments.clone())));
+        return distinct(fenced(text, Names::Any));
     }
     calls
 }
