@@ -26,6 +26,7 @@ const FOREIGN: &[&str] = &[
     "--port",
     "--no-default-features",
     "--no-eh-frame-hdr",
+    "--icf",
     "--enable-auto-tool-choice",
     "--tool-call-parser",
     "--ignore-missing",
