@@ -165,10 +165,97 @@ const BLOCK_LINES: usize = 36;
 const MAX_BLOCK: usize = 64;
 const KEPT_LINES: usize = MAX_BLOCK * BLOCK_REPEATS;
 
+/// A piece of one line written again and again without a line break (a sentence, say) is a
+/// loop when it repeats back to back `IN_LINE_REPEATS` times over `IN_LINE_SPAN` bytes at
+/// least. A piece shorter than `IN_LINE_UNIT` bytes (a rule of `=`, a row of zeros) is not
+/// judged: such lines are written on purpose, and the reply's budget still ends them.
+const IN_LINE_REPEATS: usize = 8;
+const IN_LINE_SPAN: usize = 2048;
+const IN_LINE_UNIT: usize = 16;
+/// The end of the line being written that is kept to look in, and how often it is looked at.
+const IN_LINE_KEPT: usize = 8192;
+const IN_LINE_EVERY: usize = 256;
+
+/// The length of the piece that `line` ends by repeating as `IN_LINE_REPEATS` says: the
+/// shortest piece it repeats there, when that is `IN_LINE_UNIT` bytes or longer.
+fn in_line_loop(line: &[u8]) -> Option<usize> {
+    let n = line.len();
+    for period in 1..=n / IN_LINE_REPEATS {
+        let span = (period * IN_LINE_REPEATS).max(IN_LINE_SPAN);
+        if span > n {
+            break;
+        }
+        let tail = &line[n - span..];
+        if tail[..span - period] == tail[period..] {
+            return (period >= IN_LINE_UNIT).then_some(period);
+        }
+    }
+    None
+}
+
+/// Where the loop at the end of `text`'s last line begins (see `in_line_loop`): the end of
+/// the first copy of the piece that repeats from there to the end. `text.len()` when its last
+/// line does not end in such a loop.
+fn in_line_start(text: &str) -> usize {
+    let start = text.rfind('\n').map_or(0, |at| at + 1);
+    let line = &text.as_bytes()[start..];
+    let Some(period) = in_line_loop(line) else {
+        return text.len();
+    };
+    let mut from = line.len() - (period * IN_LINE_REPEATS).max(IN_LINE_SPAN);
+    while from > 0 && line[from - 1] == line[from - 1 + period] {
+        from -= 1;
+    }
+    let mut end = start + from + period;
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    end
+}
+
+/// Watches the line being written for a piece repeated without end (see `in_line_loop`).
+#[derive(Default)]
+struct InLine {
+    /// The end of the line being written (`IN_LINE_KEPT` bytes and up to as many more).
+    tail: Vec<u8>,
+    /// Bytes written since it was last looked at.
+    unlooked: usize,
+    looping: bool,
+}
+
+impl InLine {
+    fn feed(&mut self, text: &str) {
+        for piece in text.split_inclusive('\n') {
+            let (part, ends) = match piece.strip_suffix('\n') {
+                Some(part) => (part, true),
+                None => (piece, false),
+            };
+            self.tail.extend_from_slice(part.as_bytes());
+            self.unlooked += part.len();
+            if self.tail.len() > 2 * IN_LINE_KEPT {
+                self.tail.drain(..self.tail.len() - IN_LINE_KEPT);
+            }
+            if self.unlooked >= IN_LINE_EVERY {
+                self.unlooked = 0;
+                self.looping |= in_line_loop(&self.tail).is_some();
+            }
+            if ends {
+                self.tail.clear();
+                self.unlooked = 0;
+            }
+        }
+    }
+}
+
 /// Where the loop at the end of looping `text` begins: the end of the first copy of the line,
 /// or block of up to `MAX_BLOCK` lines, that repeats back to back from there to the end (a
-/// last line cut in the middle aside). `text.len()` when nothing repeats at the end.
+/// last line cut in the middle aside), or of the piece its last line repeats (see
+/// `in_line_start`). `text.len()` when nothing repeats at the end.
 fn loop_start(text: &str) -> usize {
+    let in_line = in_line_start(text);
+    if in_line < text.len() {
+        return in_line;
+    }
     let mut lines = Vec::new();
     let mut ends = Vec::new();
     let mut start = 0;
@@ -291,6 +378,7 @@ pub struct Assembler {
     done: bool,
     /// Repeated lines in the text, and in the calls' arguments.
     text_repeats: Repeats,
+    text_line: InLine,
     argument_repeats: Repeats,
     /// Whether any payload carried a choice: a reply without one holds no message at all.
     choice: bool,
@@ -370,6 +458,7 @@ impl Assembler {
             }
             self.content.push_str(text);
             self.text_repeats.feed(text);
+            self.text_line.feed(text);
             show(Piece::Content(text));
         }
         for call in delta
@@ -403,9 +492,9 @@ impl Assembler {
         self.done
     }
 
-    /// Whether the reply only repeats one line by now: reading on is pointless.
+    /// Whether the reply only repeats itself by now: reading on is pointless.
     pub fn looping(&self) -> bool {
-        self.text_repeats.looping() || self.argument_repeats.looping()
+        self.text_repeats.looping() || self.text_line.looping || self.argument_repeats.looping()
     }
 
     /// Whether text came after where `ends` says the reply ends (see Request::ends; it is
@@ -826,6 +915,74 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
         assert_eq!(loop_start(text), text.len());
         let text = "a\na\na\n";
         assert_eq!(&text[..loop_start(text)], "a\n");
+    }
+
+    #[test]
+    fn a_sentence_repeated_without_a_line_break_is_a_loop() {
+        let chunk = |text: &str| json!({"choices": [{"delta": {"content": text}}]}).to_string();
+        // Three sentences in turn, again and again on one line, as streamed token by token.
+        let unit = "The test checks that the length is 2, which is wrong. The test checks that \
+                    the length is 0, which is wrong. The test checks that the length is 3, \
+                    which is wrong. ";
+        let mut assembler = Assembler::default();
+        assembler
+            .feed(&chunk("I read it.\n\n"), &mut |_| {})
+            .unwrap();
+        let mut sent = 0;
+        while !assembler.looping() {
+            assert!(sent < 20, "still not a loop after {sent} copies");
+            for word in unit.split_inclusive(' ') {
+                assembler.feed(&chunk(word), &mut |_| {}).unwrap();
+            }
+            sent += 1;
+        }
+        assert!(sent >= IN_LINE_REPEATS, "a loop after {sent} copies");
+        let reply = assembler.finish(&mut ids());
+        assert_eq!(reply.finish_reason.as_deref(), Some(REPETITION));
+        assert_eq!(
+            reply.content.as_deref(),
+            Some(format!("I read it.\n\n{}", unit.trim_end()).as_str()),
+            "the first copy is kept"
+        );
+
+        // Not loops: a short piece over and over (a rule, a row of zeros), a long line that
+        // does not repeat, a sentence repeated a few times, and the same sentence on lines of
+        // its own (the line rules judge those).
+        let not = [
+            "=".repeat(6000),
+            "0, ".repeat(3000),
+            (0..2000)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            format!("{}and then it stops.", unit.repeat(5)),
+            format!("{}\n", unit).repeat(30),
+        ];
+        for text in not {
+            let mut assembler = Assembler::default();
+            for piece in text.as_bytes().chunks(7) {
+                let piece = std::str::from_utf8(piece).unwrap();
+                assembler.feed(&chunk(piece), &mut |_| {}).unwrap();
+            }
+            assert!(!assembler.looping(), "{}", &text[..60]);
+            assert_eq!(in_line_start(&text), text.len(), "{}", &text[..60]);
+        }
+    }
+
+    #[test]
+    fn an_in_line_loop_is_cut_on_a_character_boundary() {
+        let unit = "é, wrong again: ü and ö! ";
+        let text = format!("Start: {}", unit.repeat(200));
+        let end = loop_start(&text);
+        assert!(text.is_char_boundary(end));
+        // The repeats may begin a byte early (the space before them ends a copy too).
+        assert_eq!(
+            text[..end].trim_end(),
+            format!("Start: {}", unit.trim_end())
+        );
+        // A line that repeats only before a new, different line is no loop.
+        let text = format!("{}\nDone.", unit.repeat(200));
+        assert_eq!(loop_start(&text), text.len());
     }
 
     #[test]
