@@ -38,7 +38,7 @@ const EDIT: &str = "a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE
 #[test]
 fn a_whole_file_block_is_a_write_and_is_shown_back_as_written() {
     let ws = Workspace::new();
-    let mock = Mock::start(vec![Reply::Text(WHOLE), Reply::Text("Written.")]);
+    let mock = Mock::start(vec![Reply::Text(WHOLE), Reply::Text("Thanks.")]);
     let run = text(&ws, &mock, &["--json", "write hello.py"]).expect(0);
     assert_eq!(ws.read("hello.py"), "print('hello')\n");
     let events: Vec<Value> = run
@@ -51,6 +51,16 @@ fn a_whole_file_block_is_a_write_and_is_shown_back_as_written() {
         (&call["name"], &call["origin"]),
         (&"write_file".into(), &"text".into())
     );
+    // A reply of edit blocks alone is the last, as the prompt declares: written, it is the
+    // answer, and no request follows.
+    let done = events.last().unwrap();
+    assert_eq!((&done["text"], &done["steps"]), (&WHOLE.into(), &1.into()));
+    assert_eq!(mock.chats().len(), 1);
+    assert_has(
+        &system(&mock.chats()[0]),
+        "A reply of blocks alone is your last",
+    );
+    text(&ws, &mock, &["-c", "Thanks."]).expect(0);
     let chats = mock.chats();
     assert!(declared(&chats[0]) && declared(&chats[1]));
     let messages = chats[1].messages();
@@ -68,11 +78,52 @@ fn a_whole_file_block_is_a_write_and_is_shown_back_as_written() {
 fn a_search_replace_block_is_an_edit() {
     let ws = Workspace::new();
     ws.write("a.py", "x = 1\nprint(x)\n");
-    let mock = Mock::start(vec![Reply::Text(EDIT), Reply::Text("Changed.")]);
+    let mock = Mock::start(vec![Reply::Text(EDIT)]);
     let run = text(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
     assert_eq!(ws.read("a.py"), "x = 2\nprint(x)\n");
     assert_has(&run.stderr, "[edit_file] a.py (ok)");
-    assert!(run.stdout.ends_with("Changed.\n"));
+    assert!(run.stdout.ends_with(">>>>>>> REPLACE\n"), "{}", run.stdout);
+}
+
+#[test]
+fn edit_blocks_with_a_call_after_them_go_on_and_a_failed_block_goes_back() {
+    let ws = Workspace::new();
+    ws.write("a.py", "x = 1\n");
+    // The blocks and a command to check them: the command's result comes back.
+    let with_call: &str = Box::leak(
+        format!("{EDIT}\n```json\n{{\"name\": \"bash\", \"arguments\": {{\"command\": \"cat a.py\"}}}}\n```\n")
+            .into_boxed_str(),
+    );
+    let mock = Mock::start(vec![Reply::Text(with_call), Reply::Text("x is 2.")]);
+    let out = text(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
+    assert_eq!(ws.read("a.py"), "x = 2\n");
+    assert!(out.stdout.ends_with("x is 2.\n"), "{}", out.stdout);
+    assert_has(&mock.chats()[1].last_content(), "x = 2");
+    // A block that did not apply: its error goes back, and the model goes on.
+    let already = Reply::Text("It was already 2.");
+    let mock = Mock::start(vec![Reply::Text(EDIT), already.clone(), already]);
+    let out = text(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
+    assert_has(&out.stderr, "[edit_file] a.py (error");
+    assert_has(
+        &mock.chats()[1].last_content(),
+        "old_text was not found in a.py",
+    );
+    assert!(
+        out.stdout.ends_with("It was already 2.\n"),
+        "{}",
+        out.stdout
+    );
+    // Under auto, a call written as text gets its result back whatever it is.
+    ws.write("a.py", "x = 1\n");
+    let json_write = Reply::Text(
+        "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.py\", \"content\": \"x = 3\\n\"}}\n```",
+    );
+    let mock = Mock::start(vec![json_write, Reply::Text("x is 3.")]);
+    let mut command = turn(&ws, &mock);
+    command.args(["--no-preload", "--no-session", "set x to 3"]);
+    let ran = run(command).expect(0);
+    assert_eq!(ws.read("a.py"), "x = 3\n");
+    assert!(ran.stdout.ends_with("x is 3.\n"), "{}", ran.stdout);
 }
 
 #[test]
@@ -357,22 +408,23 @@ fn under_the_text_protocol_only_a_file_read_in_the_session_is_replaced() {
     let read = Reply::Text(
         "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}\n```",
     );
+    // A reply of blocks alone that applied ends its turn; one refused does not.
     let mock = Mock::start(vec![
         block("a.txt", "a guess\n"),
         read,
         block("a.txt", "keep me, changed\n"),
         block("new.txt", "1\n"),
         block("new.txt", "2\n"),
-        Reply::Text("Done."),
         // The session goes on: what it read before counts; what it did not, does not.
         block("a.txt", "again\n"),
         block("b.txt", "a guess\n"),
-        Reply::Text("Done again."),
+        Reply::Text("b.txt is left as it was."),
         Reply::Text("b.txt is left as it was."),
     ]);
     let first = text(&ws, &mock, &["change a.txt"]).expect(0);
     assert_has(&first.stderr, "[write_file] a.txt (error");
     let chats = mock.chats();
+    assert_eq!(chats.len(), 3);
     let refused = chats[1].last_content();
     assert!(
         refused.starts_with("Result of write_file call ")
@@ -383,14 +435,21 @@ fn under_the_text_protocol_only_a_file_read_in_the_session_is_replaced() {
             ),
         "{refused}"
     );
-    assert_has(&chats[3].last_content(), "Overwrote a.txt (17 bytes)");
-    assert_has(&chats[5].last_content(), "Overwrote new.txt (2 bytes)");
+    assert_eq!(ws.read("a.txt"), "keep me, changed\n");
+    // A new file, then that file again: it was written in the session.
+    text(&ws, &mock, &["-c", "and new.txt"]).expect(0);
+    text(&ws, &mock, &["-c", "new.txt again"]).expect(0);
     assert_eq!(ws.read("new.txt"), "2\n");
-    text(&ws, &mock, &["-c", "and b.txt"]).expect(0);
+    text(&ws, &mock, &["-c", "a.txt again"]).expect(0);
+    assert_has(
+        &mock.chats()[5].last_content(),
+        "Overwrote new.txt (2 bytes)",
+    );
     assert_eq!(ws.read("a.txt"), "again\n");
+    text(&ws, &mock, &["-c", "and b.txt"]).expect(0);
     assert_eq!(ws.read("b.txt"), "old\n");
     assert_has(
-        &mock.chats()[8].last_content(),
+        &mock.chats()[7].last_content(),
         "and b.txt was not read: nothing was written",
     );
     // Under auto, for a natively calling model, write_file replaces what the model names.

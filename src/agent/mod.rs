@@ -138,6 +138,7 @@ impl Agent<'_> {
             // After Ctrl-C the remaining calls are answered without running, so the history
             // still says what happened and what did not.
             let mut repeating = None;
+            let mut all_ok = true;
             repeats.reply();
             for (i, call) in reply.calls.iter().enumerate() {
                 let (id, name, arguments) = (
@@ -166,6 +167,7 @@ impl Agent<'_> {
                     },
                 };
                 output.elided += self.context.fit_result(&mut output.text, reply.calls.len());
+                all_ok &= output.ok;
                 self.coach.observe(name, arguments, &output);
                 let verdict = repeats.record(output.ok, name, arguments, &output.text);
                 output.text.extend(repeat::note(&verdict));
@@ -182,6 +184,13 @@ impl Agent<'_> {
             }
             if let Some(error) = repeating {
                 return Err(error);
+            }
+            // Where the edit blocks are declared, a reply of edit blocks alone is the model's
+            // last (the prompt says so, as aider's formats do): once they are all written it
+            // is the answer. A block that failed goes back to the model with its error.
+            let edits_only = !found.is_empty() && found.iter().all(|f| f.edit);
+            if edits_only && all_ok && cut.is_none() && self.blocks_declared() {
+                break reply.content.unwrap_or_default();
             }
         };
         Ok(text)

@@ -70,8 +70,7 @@ pub fn tools_prompt(specs: &Value) -> String {
          {\"name\": \"TOOL\", \"arguments\": {\"PARAMETER\": \"VALUE\"}}\n\
          ```\n\n\
          \"name\" is the tool and \"arguments\" a JSON object with its parameters. The result \
-         comes back in the next message. Make one call at a time. When the task is done, \
-         answer in plain text without a tool call.\n\nThe tools:\n",
+         comes back in the next message.\n\nThe tools:\n",
     );
     let names = names(specs);
     let edits = ["write_file", "edit_file"]
@@ -136,7 +135,9 @@ print(\"hello\")\n\
 print(\"hello, world\")\n\
 >>>>>>> REPLACE\n\n\
 The path line holds only the path (backticks around it are fine). One block per file in a \
-reply. If the file holds ``` lines, open and close its block with ````.\n";
+reply. If the file holds ``` lines, open and close its block with ````. A reply of blocks \
+alone is your last: the files are written and the task is done. To run something after \
+them, add its call block.\n";
 
 /// Where a reply under the text protocol ends, as its prompt asks ("one fenced block ... and
 /// nothing after it"): just after its first call written as JSON, on the line that closes the
