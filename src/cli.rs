@@ -74,7 +74,8 @@ the system's bundle or SSL_CERT_FILE / SSL_CERT_DIR",
   in backticks, with a / or a . in it), then a fenced block with
   the whole file; or the path line, then <<<<<<< SEARCH, the old
   lines, =======, the new lines, >>>>>>> REPLACE (one per file a
-  reply; a malformed block's error goes back to the model)",
+  reply; a malformed block's error goes back to the model; a
+  reply of blocks alone is the last, once all are written)",
             "auto: native, plus calls written as text; a server that refuses
   tools gets the text protocol (the session keeps it for -c)",
             "turn runs the calls the model makes and nothing else; a reply
