@@ -465,3 +465,30 @@ fn under_the_text_protocol_only_a_file_read_in_the_session_is_replaced() {
     run(command).expect(0);
     assert_eq!(ws.read("b.txt"), "new\n");
 }
+
+#[test]
+fn under_the_text_protocol_a_file_edited_in_the_session_may_be_written_whole() {
+    // A search/replace block that applied shows the model knew part of the file, as a page
+    // read does: a whole-file block for it may follow, in the same run and after -c.
+    let ws = Workspace::new();
+    ws.write("c.txt", "one\ntwo\n");
+    ws.write("d.txt", "three\n");
+    let edit_then_look = Reply::Text(
+        "c.txt\n<<<<<<< SEARCH\none\n=======\n1\n>>>>>>> REPLACE\n\n```json\n\
+         {\"name\": \"bash\", \"arguments\": {\"command\": \"true\"}}\n```\n",
+    );
+    let edit = Reply::Text("d.txt\n<<<<<<< SEARCH\nthree\n=======\n3\n>>>>>>> REPLACE\n");
+    let mock = Mock::start(vec![
+        edit_then_look,
+        block("c.txt", "1\n2\n"),
+        edit,
+        block("d.txt", "3\n4\n"),
+    ]);
+    let out = text(&ws, &mock, &["number c.txt"]).expect(0);
+    assert_has(&out.stderr, "[write_file] c.txt (ok)");
+    assert_eq!(ws.read("c.txt"), "1\n2\n");
+    text(&ws, &mock, &["number d.txt"]).expect(0);
+    let out = text(&ws, &mock, &["-c", "and the next line"]).expect(0);
+    assert_has(&out.stderr, "[write_file] d.txt (ok)");
+    assert_eq!(ws.read("d.txt"), "3\n4\n");
+}

@@ -337,7 +337,11 @@ pub(super) fn edit_file(
         _ => format!("cannot read {name}: {e}"),
     })?;
     match found.offsets.len() {
-        0 => return edit_loosely(&args, &file, &name, rel, ctx, approver),
+        0 => {
+            let output = edit_loosely(&args, &file, &name, rel, ctx, approver)?;
+            see(ctx, path);
+            return Ok(output);
+        }
         n if n > 1 && !args.replace_all => {
             return Err(format!(
                 "old_text appears {n} times in {name}; include more surrounding lines to make it unique, \
@@ -367,6 +371,7 @@ pub(super) fn edit_file(
         1 => "1 occurrence".to_string(),
         n => format!("{n} occurrences"),
     };
+    see(ctx, path.clone());
     Ok(Output::ok(format!(
         "Replaced {times} in {name} (first at line {})",
         found.first_line
@@ -473,7 +478,7 @@ fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
     small_text(ctx, path).is_some_and(|old| rewrites(&old, content))
 }
 
-/// Records that the model has read or written `path` (see `Context::seen`).
+/// Records that the model has read, written or edited `path` (see `Context::seen`).
 pub(super) fn see(ctx: &Context, path: PathBuf) {
     let mut seen = ctx.seen.borrow_mut();
     if !seen.contains(&path) {

@@ -42,9 +42,9 @@ pub struct UserTools {
     pub mcp: mcp::Mcp,
 }
 
-/// Marks as seen (`Context::seen`) the files a resumed history read or wrote through
-/// read_file and write_file, calls whose result was no error: a session goes on where it left
-/// off.
+/// Marks as seen (`Context::seen`) the files a resumed history read, wrote or edited through
+/// read_file, write_file and edit_file, calls whose result was no error: a session goes on
+/// where it left off.
 pub fn remember_seen(ctx: &Context, history: &[Message]) {
     let failed: Vec<&str> = history
         .iter()
@@ -58,7 +58,7 @@ pub fn remember_seen(ctx: &Context, history: &[Message]) {
         .collect();
     for call in history.iter().flat_map(|m| &m.tool_calls) {
         let function = &call.function;
-        if !["read_file", "write_file"].contains(&function.name.as_str())
+        if !["read_file", "write_file", "edit_file"].contains(&function.name.as_str())
             || failed.contains(&call.id.as_str())
         {
             continue;
@@ -87,7 +87,7 @@ pub struct Context<'a> {
     pub protected: Vec<std::path::PathBuf>,
     /// Declared and MCP tools.
     pub user: UserTools,
-    /// The files read or written through the file tools in this session (resolved paths).
+    /// The files read, written or edited through the file tools in this session (resolved paths).
     pub seen: std::cell::RefCell<Vec<std::path::PathBuf>>,
     /// write_file replaces only files in `seen`: set where the text protocol declares the
     /// edit blocks (see files::write_file).
