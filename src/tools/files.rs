@@ -239,11 +239,14 @@ pub(super) fn write_file(
             args.content.trim()
         ));
     }
+    // The file's text as it is (a text file up to MAX_REWRITE_BYTES), read once: what a copy
+    // with read_file's numbers is compared with, and what an unchanged write holds.
+    let old = small_text(ctx, &args.path);
     // read_file's line numbers, copied into a rewrite of the file read, are taken out; in a
     // new file or other text they may be meant (a TSV), so they stay.
     let mut note = "";
     if let Some(plain) = nearmatch::unnumbered(&args.content) {
-        if is_rewrite(ctx, &args.path, &plain) {
+        if old.as_deref().is_some_and(|old| rewrites(old, &plain)) {
             args.content = plain;
             note = "; the line numbers copied from read_file were taken out";
         }
@@ -265,7 +268,7 @@ pub(super) fn write_file(
     // Content the file already holds changes nothing: nothing is written (or asked for), and
     // the result says so, so a model that copied a file back sees that it changed nothing
     // (looked at in text files up to MAX_REWRITE_BYTES).
-    if existed && small_text(ctx, &args.path).is_some_and(|old| old == args.content) {
+    if existed && old.as_deref() == Some(args.content.as_str()) {
         return Ok(Output::ok(format!(
             "{name} is unchanged: it already holds exactly this content ({} bytes{note}); \
              nothing was written",
@@ -467,16 +470,8 @@ fn edit_loosely(
     )))
 }
 
-/// Most bytes of a file `is_rewrite` compares.
+/// Most bytes of a file that write_file compares with what it is given.
 const MAX_REWRITE_BYTES: u64 = 256 * 1024;
-
-/// Whether `content` is the workspace file `path` written out anew, not a snippet of it or
-/// another file's text: the file exists, and at least half of its distinct non-blank lines
-/// stand in `content`, which has at least 60% as many non-blank lines. The file's own text
-/// counts: a file copied back from read_file unchanged, numbers and all, is a rewrite too.
-fn is_rewrite(ctx: &Context, path: &str, content: &str) -> bool {
-    small_text(ctx, path).is_some_and(|old| rewrites(&old, content))
-}
 
 /// Records that the model has read, written or edited `path` (see `Context::seen`).
 pub(super) fn see(ctx: &Context, path: PathBuf) {
@@ -497,7 +492,10 @@ fn small_text(ctx: &Context, path: &str) -> Option<String> {
     (text.len() as u64 <= MAX_REWRITE_BYTES).then_some(text)
 }
 
-/// The comparison of `is_rewrite` (pure).
+/// Whether `new` is a file's text `old` written out anew, not a snippet of it or another
+/// file's text: at least half of the distinct non-blank lines of `old` stand in `new`, which
+/// has at least 60% as many non-blank lines. The file's own text counts: a file copied back
+/// from read_file unchanged, numbers and all, is a rewrite too (pure).
 fn rewrites(old: &str, new: &str) -> bool {
     let lines = |text: &str| -> std::collections::HashSet<String> {
         text.lines()
