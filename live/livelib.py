@@ -594,6 +594,43 @@ class Exchange:
         return 0, 0
 
 
+def first_prompt(chats, port):
+    """Tokens in the prompt of the first of `chats`, as the llama-server on `port` counts them.
+
+    Its own count (`timings.prompt_n` with `cache_n`: every run has a fresh server) when the reply
+    was read to its end. An agent that stops reading a streamed reply early (turn at the end of
+    its first call written as text; a run stopped at its time limit) never sees that count, so
+    then the same request (messages and tools) is put through the server's chat template
+    (`/apply-template`) and tokenized (`/tokenize`): the prompt the server would have processed.
+    None when there is no request or the server cannot be asked."""
+    if not chats:
+        return None
+    counted = sum(chats[0].prompt_tokens())
+    if counted:
+        return counted
+    request = chats[0].request or {}
+    body = {"messages": request.get("messages") or []}
+    if request.get("tools"):
+        body["tools"] = request["tools"]
+
+    def post(path, payload):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            conn.request("POST", path, body=json.dumps(payload), headers={"Content-Type": "application/json"})
+            reply = conn.getresponse()
+            if reply.status != 200:
+                raise ValueError(f"{path}: HTTP {reply.status}")
+            return json.loads(reply.read())
+        finally:
+            conn.close()
+
+    try:
+        prompt = post("/apply-template", body)["prompt"]
+        return len(post("/tokenize", {"content": prompt})["tokens"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class Proxy:
     """A logging reverse proxy on a free loopback port in front of `upstream` (a server URL).
 
