@@ -23,8 +23,7 @@ pub fn builtin() -> String {
          4. Finish: when the task is done, reply in one or two sentences without a tool call: \
          what you did, or the answer the user asked for.\n\
          \n\
-         Paths are relative to the project directory. Commands run without a terminal or stdin, \
-         so never start interactive programs.",
+         Paths are relative to the project directory.",
         std::env::consts::OS,
     )
 }
@@ -154,10 +153,8 @@ pub fn format_file_list(files: &[(PathBuf, String)], complete: bool) -> Option<S
         lines.push((line, names.len()));
         i += names.len();
     }
-    let mut out = String::from(
-        "[turn: the files in the project directory, listed when the task began (each line a \
-         directory, then its files):",
-    );
+    let mut out =
+        String::from("[turn: the project's files when the task began (a line per directory):");
     let (mut shown, mut cut) = (0, false);
     for (line, count) in &lines {
         if out.len() + line.len() > MAX_FILE_LIST {
@@ -318,8 +315,7 @@ mod tests {
         }
         assert_eq!(
             file_list(&ws).unwrap(),
-            "[turn: the files in the project directory, listed when the task began (each line a \
-             directory, then its files):\nAGENTS.md a.md b.py\nsrc/: x.py\nsrc/deep/: y.py\nsub/ws/: AGENTS.md\n6 files]"
+            "[turn: the project's files when the task began (a line per directory):\nAGENTS.md a.md b.py\nsrc/: x.py\nsrc/deep/: y.py\nsub/ws/: AGENTS.md\n6 files]"
         );
         let many: Vec<(PathBuf, String)> = (0..500)
             .map(|i| (PathBuf::from(format!("d{i}")), format!("file{i}.txt")))

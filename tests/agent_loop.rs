@@ -296,7 +296,7 @@ fn the_files_a_prompt_names_are_read_first_and_the_workspace_is_listed() {
     let messages = chats[0].messages();
     let task = messages[1]["content"].as_str().unwrap();
     assert!(
-        task.starts_with("What does `greet.py` print? Not passwd.txt, missing.py or ../x.py.\n\n[turn: the files in the project directory"),
+        task.starts_with("What does `greet.py` print? Not passwd.txt, missing.py or ../x.py.\n\n[turn: the project's files when the task began"),
         "{task}"
     );
     assert!(

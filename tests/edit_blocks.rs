@@ -352,7 +352,7 @@ fn files_the_task_names_are_handed_over_before_it_under_the_text_protocol() {
     );
     let task = messages[3]["content"].as_str().unwrap();
     assert!(
-        task.starts_with("[turn: the files the task names, as they are now:]\n\ngreet.py\n```\nprint('hi')\n```\n\nadd a flag to greet.py\n\n[turn: the files in the project directory")
+        task.starts_with("[turn: the files the task names, as they are now:]\n\ngreet.py\n```\nprint('hi')\n```\n\nadd a flag to greet.py\n\n[turn: the project's files when the task began")
             && task.ends_with("\n1 file]"),
         "{task}"
     );

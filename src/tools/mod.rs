@@ -197,8 +197,7 @@ impl Tool {
             Tool::Bash => (
                 format!(
                     "Run a shell command with `sh -c` in the workspace directory and return its stdout and \
-                     stderr together, with the exit code when it is not 0. Long output keeps its head and \
-                     tail. The command is killed after {}s. stdin is empty: do not start interactive \
+                     stderr together, with the exit code when it is not 0. The command is killed after {}s. stdin is empty: do not start interactive \
                      programs or editors.",
                     ctx.timeout.as_secs()
                 ),
@@ -208,8 +207,7 @@ impl Tool {
             Tool::ReadFile => (
                 format!(
                     "Read a UTF-8 text file in the workspace. Returns numbered lines as `N<TAB>text`, at most \
-                     `limit` lines (default {DEFAULT_LINES}) starting at line `offset`; the reply says how \
-                     to read the rest."
+                     `limit` lines (default {DEFAULT_LINES}) from line `offset`."
                 ),
                 json!({
                     "path": {"type": "string", "description": "File path, relative to the workspace."},
