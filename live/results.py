@@ -296,6 +296,7 @@ def summary_tables(best):
                        f"{m.get('updated', '?')[:10]} | {m.get('commit', '?')} | {short_version(m)}"
                        f"{' (' + m['note'] + ')' if m.get('note') else ''} |")
         out.append("")
+        out += first_prompt_pairs(best, set_name)
         blind = [n for n in task_names(set_name) if by_design("aider-whole", set_name, n)] if set_name in SETS else []
         if blind and any(k[2] == "aider-whole" and k in best for k in keys):
             which = f"{len(blind)} of these tasks ({', '.join(blind)}) needs" if len(blind) == 1 else \
@@ -315,6 +316,26 @@ def summary_tables(best):
                    f"the held-out rule: [live/README.md](live/README.md).")
         out.append("")
     return "\n".join(out)
+
+
+def first_prompt_pairs(best, set_name):
+    """A line per window where turn and aider both ran: their first requests compared on the
+    tasks where both were counted (a median over different tasks says little)."""
+    out = []
+    for (set_, ctx, agent, model), data in sorted(best.items(), key=lambda kv: (-kv[0][1], agent_rank(kv[0][2]))):
+        other = best.get((set_name, ctx, "aider-whole", model))
+        if set_ != set_name or not agent.startswith("turn") or not other:
+            continue
+        pairs = [(r.get("first_prompt"), other["rows"][n].get("first_prompt")) for n, r in sorted(data["rows"].items())
+                 if n in other["rows"]]
+        pairs = [(a, b) for a, b in pairs if a and b]
+        if not pairs:
+            continue
+        smaller = sum(1 for a, b in pairs if a < b)
+        out.append(f"- First request, `-c {ctx}`, {model_title(model)}, on the {len(pairs)} tasks where both were "
+                   f"counted: {AGENT_TITLES.get(agent, agent)} {median([a for a, _ in pairs])} tokens (median), "
+                   f"aider {median([b for _, b in pairs])}; smaller than aider's on {smaller} of {len(pairs)}.")
+    return out + [""] if out else []
 
 
 def task_table(data, set_name):
