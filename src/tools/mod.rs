@@ -197,8 +197,8 @@ impl Tool {
             Tool::Bash => (
                 format!(
                     "Run a shell command with `sh -c` in the workspace directory and return its stdout and \
-                     stderr together, with the exit code when it is not 0. The command is killed after {}s. stdin is empty: do not start interactive \
-                     programs or editors.",
+                     stderr together, with the exit code when it is not 0. The command is killed after \
+                     {}s. stdin is empty: do not start interactive programs or editors.",
                     ctx.timeout.as_secs()
                 ),
                 json!({"command": {"type": "string", "description": "The command line to run."}}),
