@@ -239,9 +239,13 @@ pub(super) fn write_file(
             args.content.trim()
         ));
     }
+    let path = resolve(&args.path, ctx)?;
+    let name = shown(&path, ctx);
+    refuse_protected(&path, &name, ctx)?;
+    let rel = relative(&path, ctx);
     // The file's text as it is (a text file up to MAX_REWRITE_BYTES), read once: what a copy
     // with read_file's numbers is compared with, and what an unchanged write holds.
-    let old = small_text(ctx, &args.path);
+    let old = small_text(ctx, rel);
     // read_file's line numbers, copied into a rewrite of the file read, are taken out; in a
     // new file or other text they may be meant (a TSV), so they stay.
     let mut note = "";
@@ -251,10 +255,6 @@ pub(super) fn write_file(
             note = "; the line numbers copied from read_file were taken out";
         }
     }
-    let path = resolve(&args.path, ctx)?;
-    let name = shown(&path, ctx);
-    refuse_protected(&path, &name, ctx)?;
-    let rel = relative(&path, ctx);
     let Some(file_name) = rel.file_name() else {
         return Err(format!("{name} is a directory"));
     };
@@ -481,10 +481,10 @@ pub(super) fn see(ctx: &Context, path: PathBuf) {
     }
 }
 
-/// A workspace file's text, when it is a regular UTF-8 file of at most `MAX_REWRITE_BYTES`.
-fn small_text(ctx: &Context, path: &str) -> Option<String> {
-    let path = resolve(path, ctx).ok()?;
-    let file = ctx.root.open_read(relative(&path, ctx)).ok()?;
+/// The text of the workspace file at `rel` (a resolved path, see `relative`), when it is a
+/// regular UTF-8 file of at most `MAX_REWRITE_BYTES`.
+fn small_text(ctx: &Context, rel: &Path) -> Option<String> {
+    let file = ctx.root.open_read(rel).ok()?;
     let mut text = String::new();
     file.take(MAX_REWRITE_BYTES + 1)
         .read_to_string(&mut text)
