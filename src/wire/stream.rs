@@ -176,12 +176,17 @@ const IN_LINE_UNIT: usize = 16;
 const IN_LINE_KEPT: usize = 8192;
 const IN_LINE_EVERY: usize = 256;
 
+/// How many bytes at the end of a line a piece of `period` bytes must fill to be a loop.
+fn in_line_span(period: usize) -> usize {
+    (period * IN_LINE_REPEATS).max(IN_LINE_SPAN)
+}
+
 /// The length of the piece that `line` ends by repeating as `IN_LINE_REPEATS` says: the
 /// shortest piece it repeats there, when that is `IN_LINE_UNIT` bytes or longer.
 fn in_line_loop(line: &[u8]) -> Option<usize> {
     let n = line.len();
     for period in 1..=n / IN_LINE_REPEATS {
-        let span = (period * IN_LINE_REPEATS).max(IN_LINE_SPAN);
+        let span = in_line_span(period);
         if span > n {
             break;
         }
@@ -202,7 +207,7 @@ fn in_line_start(text: &str) -> usize {
     let Some(period) = in_line_loop(line) else {
         return text.len();
     };
-    let mut from = line.len() - (period * IN_LINE_REPEATS).max(IN_LINE_SPAN);
+    let mut from = line.len() - in_line_span(period);
     while from > 0 && line[from - 1] == line[from - 1 + period] {
         from -= 1;
     }
