@@ -460,8 +460,11 @@ def signals_as_exceptions():
 class Server:
     """llama-server on a free loopback port, for a `with` block; killed when the block ends."""
 
-    def __init__(self, binary, model, ctx=8192, log=None, extra=()):
-        self.binary, self.model, self.ctx, self.extra = binary, model, ctx, list(extra)
+    def __init__(self, binary, model, ctx=8192, log=None, extra=(), seed=None):
+        # seed: the sampling seed of requests that name none (`--seed`); None leaves the server's
+        # default (a random one), which changes nothing at temperature 0.
+        self.binary, self.model, self.ctx = binary, model, ctx
+        self.extra = list(extra) + (["--seed", str(seed)] if seed is not None else [])
         self.log_path = log or os.path.join(tempfile.gettempdir(), f"turn-live-server-{os.getpid()}.log")
         self.proc = None
         self.port = None

@@ -173,13 +173,42 @@ def speeds(chats):
 # the store
 
 
+def sampled(meta):
+    """A run at a temperature above 0: one of several runs of a task, told apart by their seeds."""
+    try:
+        return float(meta.get("temperature") or 0) > 0
+    except ValueError:
+        return False
+
+
+def seeds(argv_value, temperature):
+    """The seeds of `--seeds 1,2,3` (or `--runs N`: 1..N), one run of each task per seed. Runs at
+    temperature 0 repeat each other, so more than one needs LIVE_TEMPERATURE above 0."""
+    kind, value = argv_value
+    try:
+        found = list(range(1, int(value) + 1)) if kind == "--runs" else [int(x) for x in value.split(",") if x]
+    except ValueError:
+        found = []
+    if not found or any(x < 0 for x in found) or len(set(found)) != len(found):
+        raise livelib.Failure(f"{kind} takes {'a count of runs, 1 or more' if kind == '--runs' else 'distinct seeds, like 1,2,3'}; "
+                              f"got {value!r}")
+    if not sampled({"temperature": temperature}):
+        if len(found) > 1 or kind == "--seeds":
+            raise livelib.Failure(f"{kind} {value}: at temperature {temperature} every run repeats the first; "
+                                  "set LIVE_TEMPERATURE above 0 (e.g. 0.5) for runs that differ by seed")
+        return [None]
+    return found
+
+
 def store_path(meta):
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", str(meta["commit"]))
-    return os.path.join(STORE, meta["set"], f"{meta['agent']}--{meta['model']}--c{meta['ctx']}--{safe}.json")
+    temp = f"--t{meta['temperature']}" if sampled(meta) else ""
+    return os.path.join(STORE, meta["set"], f"{meta['agent']}--{meta['model']}--c{meta['ctx']}--{safe}{temp}.json")
 
 
 def store(meta, row):
-    """Adds (or replaces) one task's row in the file of meta's key; meta's settings are updated."""
+    """Adds (or replaces) one task's row in the file of meta's key; meta's settings are updated.
+    A sampled run's row is kept per task and seed (`NAME#SEED`), so runs with other seeds add up."""
     file = store_path(meta)
     os.makedirs(os.path.dirname(file), exist_ok=True)
     try:
@@ -188,7 +217,7 @@ def store(meta, row):
     except (FileNotFoundError, ValueError):
         data = {"rows": {}}
     data["meta"] = dict(meta, updated=now())
-    data["rows"][row["task"]] = row
+    data["rows"][f"{row['task']}#{row['seed']}" if sampled(meta) else row["task"]] = row
     livelib.atomic_write(file, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
@@ -206,12 +235,15 @@ def load_all():
     return found
 
 
-def newest(found):
-    """Per (set, ctx, agent, model): the most recently updated file."""
+def newest(found, samples=False):
+    """Per (set, ctx, agent, model): the most recently updated file of runs at temperature 0; with
+    samples, of runs at a temperature above 0, per (set, ctx, agent, model, temperature)."""
     best = {}
     for data in found:
         m = data["meta"]
-        key = (m["set"], int(m["ctx"]), m["agent"], m["model"])
+        if sampled(m) != samples:
+            continue
+        key = (m["set"], int(m["ctx"]), m["agent"], m["model"]) + ((str(m["temperature"]),) if samples else ())
         if key not in best or m.get("updated", "") > best[key]["meta"].get("updated", ""):
             best[key] = data
     return best
@@ -266,10 +298,11 @@ def short_version(meta):
     return version.split(" (")[0] if version.startswith("turn ") else version
 
 
-def summary_tables(best):
-    """README's tables: per set, a row per window, agent and model."""
+def summary_tables(best, samples=None):
+    """README's tables: per set, a row per window, agent and model; then the set's repeated runs."""
     out = []
-    sets = sorted({k[0] for k in best}, key=lambda s: list(SETS).index(s) if s in SETS else 9)
+    samples = samples or {}
+    sets = sorted({k[0] for k in best} | {k[0] for k in samples}, key=lambda s: list(SETS).index(s) if s in SETS else 9)
     machines = sorted({d["meta"].get("machine", "?") for d in best.values()})
     for set_name in sets:
         total = len(task_names(set_name)) if set_name in SETS else "?"
@@ -297,6 +330,7 @@ def summary_tables(best):
                        f"{' (' + m['note'] + ')' if m.get('note') else ''} |")
         out.append("")
         out += first_prompt_pairs(best, set_name)
+        out += sample_summary(samples, set_name)
         blind = [n for n in task_names(set_name) if by_design("aider-whole", set_name, n)] if set_name in SETS else []
         if blind and any(k[2] == "aider-whole" and k in best for k in keys):
             which = f"{len(blind)} of these tasks ({', '.join(blind)}) needs" if len(blind) == 1 else \
@@ -314,6 +348,79 @@ def summary_tables(best):
                    f"and {any_meta.get('timeout', '?')} s per task for every agent. Per-task rows and the "
                    f"checkers' reasons for each failure: [live/RESULTS.md](live/RESULTS.md); what the numbers mean and "
                    f"the held-out rule: [live/README.md](live/README.md).")
+        out.append("")
+    return "\n".join(out)
+
+
+def by_task(rows):
+    """A sampled file's rows per task: {task: {seed: row}}."""
+    found = {}
+    for r in rows.values():
+        found.setdefault(r["task"], {})[r.get("seed")] = r
+    return found
+
+
+def sample_summary(samples, set_name):
+    """README's lines for a set's repeated runs: passes counted over every run of every task."""
+    keys = sorted((k for k in samples if k[0] == set_name), key=lambda k: (-k[1], k[4], k[3], agent_rank(k[2])))
+    if not keys:
+        return []
+    out = [f"Repeated runs: each task run once per seed at a temperature above 0 (llama-server `--seed`, a fresh "
+           "server per run), so that one task's luck at temperature 0 does not decide a comparison. Per task and "
+           "seed: [live/RESULTS.md](live/RESULTS.md).", "",
+           "| window | agent | model | temperature | seeds | runs passed | tasks passed in some run | in every run | "
+           "requests | stopped at the time limit | date | commit |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for key in keys:
+        data = samples[key]
+        m, tasks = data["meta"], by_task(data["rows"])
+        runs = [r for per in tasks.values() for r in per.values()]
+        seeds = sorted({s for per in tasks.values() for s in per if s is not None})
+        some = sum(1 for per in tasks.values() if any(r["passed"] for r in per.values()))
+        every = sum(1 for per in tasks.values() if all(r["passed"] for r in per.values()))
+        out.append(f"| `-c {key[1]}` | {AGENT_TITLES.get(key[2], key[2])} | {model_title(key[3])} | {key[4]} | "
+                   f"{','.join(map(str, seeds))} | **{sum(r['passed'] for r in runs)}/{len(runs)}** | "
+                   f"{some}/{len(tasks)} | {every}/{len(tasks)} | {sum(r.get('requests', 0) for r in runs)} | "
+                   f"{sum(1 for r in runs if timed_out(r))} | {m.get('updated', '?')[:10]} | {m.get('commit', '?')} |")
+    return out + [""]
+
+
+def sample_details(samples):
+    """live/RESULTS.md's repeated runs: per set, window, model and temperature, a task's passes
+    out of its runs for each agent, and the seeds it passed with."""
+    out = []
+    groups = sorted({(k[0], k[1], k[3], k[4]) for k in samples},
+                    key=lambda g: (list(SETS).index(g[0]) if g[0] in SETS else 9, -g[1], g[2], g[3]))
+    for set_name, ctx, model, temperature in groups:
+        agents = sorted((k[2] for k in samples if (k[0], k[1], k[3], k[4]) == (set_name, ctx, model, temperature)),
+                        key=agent_rank)
+        per_agent = {a: by_task(samples[(set_name, ctx, a, model, temperature)]["rows"]) for a in agents}
+        names = sorted({n for tasks in per_agent.values() for n in tasks})
+        out += [f"## {SET_TITLES.get(set_name, set_name)}, `-c {ctx}`, {model_title(model)}, repeated runs at "
+                f"temperature {temperature}", "",
+                "A cell is the runs passed out of the runs made, then the seeds that passed.", "",
+                "| task | " + " | ".join(AGENT_TITLES.get(a, a) for a in agents) + " |",
+                "| --- |" + " --- |" * len(agents)]
+        for name in names:
+            cells = []
+            for agent in agents:
+                per = per_agent[agent].get(name)
+                if not per:
+                    cells.append("not run")
+                    continue
+                won = sorted(s for s, r in per.items() if r["passed"] and s is not None)
+                cells.append(f"{sum(r['passed'] for r in per.values())}/{len(per)}"
+                             f"{' (' + ','.join(map(str, won)) + ')' if won else ''}")
+            out.append(f"| {name} | " + " | ".join(cells) + " |")
+        row = []
+        for agent in agents:
+            runs = [r for per in per_agent[agent].values() for r in per.values()]
+            row.append(f"**{sum(r['passed'] for r in runs)}/{len(runs)}**")
+        out += ["| **runs passed** | " + " | ".join(row) + " |", ""]
+        for agent in agents:
+            m = samples[(set_name, ctx, agent, model, temperature)]["meta"]
+            out.append(f"- {AGENT_TITLES.get(agent, agent)}: {m.get('agent_version', '?')}; commit "
+                       f"{m.get('commit', '?')}; {m.get('updated', '?')}. {m.get('how', '')}".rstrip())
         out.append("")
     return "\n".join(out)
 
@@ -421,13 +528,16 @@ def details(best):
 
 def render():
     """Writes live/RESULTS.md and README's table (only between its live-results markers)."""
-    best = newest(load_all())
-    summary = summary_tables(best) if best else "No live results stored yet (`make live`, `make live-peers`).\n"
+    found = load_all()
+    best, samples = newest(found), newest(found, samples=True)
+    summary = summary_tables(best, samples) if best or samples else \
+        "No live results stored yet (`make live`, `make live-peers`).\n"
     head = ("# Live results\n\nWritten by `make live` and `make live-peers` (live/suite, live/peers, rendered "
             "by live/results.py from the raw results in live/results/); README.md shows the summary. "
             "What the numbers mean: live/README.md.\n\n")
     # Atomic writes: live/suite and live/peers may render at the same time.
-    livelib.atomic_write(RESULTS_MD, head + "## Summary\n\n" + summary + "\n" + details(best))
+    livelib.atomic_write(RESULTS_MD, head + "## Summary\n\n" + summary + "\n" + details(best) +
+                         ("\n" + sample_details(samples) if samples else ""))
     with open(README) as f:
         readme = f.read()
     start, end = "<!-- live-results:start -->\n", "<!-- live-results:end -->"

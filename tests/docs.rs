@@ -57,6 +57,9 @@ const FOREIGN: &[&str] = &[
     "--no-show-release-notes",
     "--analytics-disable",
     "--no-gitignore",
+    "--seed",
+    "--seeds",
+    "--runs",
 ];
 
 fn root() -> PathBuf {
