@@ -200,6 +200,12 @@ def seeds(argv_value, temperature):
     return found
 
 
+def run_label(set_name, ctx, seed):
+    """How a run's files are named (workspace, transcripts, server log): `dev-c8192`, and
+    `dev-c8192-s2` for a repeated run with seed 2."""
+    return f"{set_name}-c{ctx}" + (f"-s{seed}" if seed is not None else "")
+
+
 def store_path(meta):
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", str(meta["commit"]))
     temp = f"--t{meta['temperature']}" if sampled(meta) else ""
