@@ -7,6 +7,7 @@ use crate::approve::Approve;
 use crate::checkpoint::Action;
 use crate::error::{Error, Result};
 use crate::sandbox::Mode;
+use crate::wire::editblocks::Format;
 use crate::wire::server::{self, Probe};
 use crate::wire::textproto::Protocol;
 use crate::wire::url;
@@ -69,13 +70,7 @@ the system's bundle or SSL_CERT_FILE / SSL_CERT_DIR",
             "how tool calls travel [env TURN_TOOL_PROTOCOL, default auto]:",
             "native: the API's tools and tool_calls only",
             "text: tools described in the system prompt, calls written as a
-  JSON block; the prompt also declares two edit blocks, run as
-  write_file and edit_file: a line that is only the path (bare or
-  in backticks, with a / or a . in it), then a fenced block with
-  the whole file; or the path line, then <<<<<<< SEARCH, the old
-  lines, =======, the new lines, >>>>>>> REPLACE (one per file a
-  reply; a malformed block's error goes back to the model; a
-  reply of blocks alone is the last, once all are written)",
+  JSON block; the prompt also declares edit blocks (--edit-format)",
             "auto: native, plus calls written as text; a server that refuses
   tools gets the text protocol (the session keeps it for -c)",
             "turn runs the calls the model makes and nothing else; a reply
@@ -85,6 +80,21 @@ answer that is no answer (empty, a call unfinished, commands shown
 instead of called, a failed change not made since, a result
 echoed, a reply cut short) gets a note, twice a turn at most;
 the session keeps that switch for -c (docs/local-models.md)",
+        ],
+    ),
+    (
+        "--edit-format F",
+        &[
+            "the edit blocks the text protocol declares, run as write_file and
+edit_file [env TURN_EDIT_FORMAT, default whole]:",
+            "whole: a line that is only the file's path (bare or in backticks,
+  with a / or a . in it), then a fenced block with the whole file",
+            "both: that, and for part of a file the path line, then
+  <<<<<<< SEARCH, the old lines, =======, the new lines,
+  >>>>>>> REPLACE",
+            "one block per file a reply; a malformed block's error goes back to
+the model; a reply of blocks alone is the last, once all are
+written. Under native and auto nothing is declared",
         ],
     ),
     (
@@ -491,6 +501,8 @@ pub struct Args {
     /// --list-tools: print the tools the model would get, and exit.
     pub list_tools: bool,
     pub tool_protocol: Protocol,
+    /// --edit-format: the edit blocks the text protocol declares.
+    pub edit_format: Format,
     /// Where to look for a local server, in order: empty when the base URL or an API key was
     /// given (then `base_url` is the one to use).
     pub local_servers: Vec<Probe>,
@@ -506,6 +518,7 @@ pub fn parse(
     let mut base_url = env("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".into());
     let mut base_url_given = env("OPENAI_BASE_URL").is_some() || env("OPENAI_API_KEY").is_some();
     let mut tool_protocol = None;
+    let mut edit_format = None;
     let mut workspace = PathBuf::from(".");
     let (mut max_steps, mut timeout, mut max_output, mut request_timeout) = (50, 120, 50_000, 600);
     let mut request_deadline = crate::wire::client::DEADLINE_SECS;
@@ -559,6 +572,12 @@ pub fn parse(
                 let value = text(parser.value()?, "--tool-protocol")?;
                 tool_protocol = Some(Protocol::parse(&value).ok_or_else(|| {
                     Error::Usage(format!("--tool-protocol: {}", bad_protocol(&value)))
+                })?);
+            }
+            Long("edit-format") => {
+                let value = text(parser.value()?, "--edit-format")?;
+                edit_format = Some(Format::parse(&value).ok_or_else(|| {
+                    Error::Usage(format!("--edit-format: {}", bad_format(&value)))
                 })?);
             }
             Short('C') | Long("cd") => workspace = parser.value()?.into(),
@@ -676,6 +695,12 @@ pub fn parse(
         (None, Some(value)) => Protocol::parse(value.trim())
             .ok_or_else(|| Error::Usage(format!("TURN_TOOL_PROTOCOL: {}", bad_protocol(&value))))?,
     };
+    let edit_format = match (edit_format, env("TURN_EDIT_FORMAT")) {
+        (Some(format), _) => format,
+        (None, None) => Format::Whole,
+        (None, Some(value)) => Format::parse(value.trim())
+            .ok_or_else(|| Error::Usage(format!("TURN_EDIT_FORMAT: {}", bad_format(&value))))?,
+    };
     let local_servers = if base_url_given {
         Vec::new()
     } else {
@@ -772,6 +797,7 @@ pub fn parse(
         mcp,
         list_tools,
         tool_protocol,
+        edit_format,
         local_servers,
     });
     Ok(if let Some(action) = action {
@@ -790,6 +816,10 @@ pub fn parse(
 
 fn bad_protocol(value: &str) -> String {
     format!("the tool protocol is native, text or auto, not '{value}'")
+}
+
+fn bad_format(value: &str) -> String {
+    format!("the edit format is whole or both, not '{value}'")
 }
 
 fn bad_mode(value: &str) -> String {
@@ -1175,6 +1205,30 @@ mod tests {
         assert!(matches!(
             parse(["x"].map(OsString::from), env),
             Err(Error::Usage(m)) if m.starts_with("TURN_TOOL_PROTOCOL:")
+        ));
+    }
+
+    #[test]
+    fn edit_format() {
+        assert_eq!(args(&["x"]).edit_format, Format::Whole);
+        let a = args(&["--edit-format", "both", "x"]);
+        assert_eq!(a.edit_format, Format::Both);
+        assert!(usage(&["--edit-format", "diff", "x"])
+            .contains("--edit-format: the edit format is whole or both, not 'diff'"));
+        let env = |name: &str| (name == "TURN_EDIT_FORMAT").then(|| " both\n".to_string());
+        let Ok(Command::Run(a)) = parse(["x"].map(OsString::from), env) else {
+            panic!()
+        };
+        assert_eq!(a.edit_format, Format::Both);
+        let flag = ["--edit-format", "whole", "x"].map(OsString::from);
+        let Ok(Command::Run(a)) = parse(flag, env) else {
+            panic!()
+        };
+        assert_eq!(a.edit_format, Format::Whole, "the flag wins");
+        let env = |name: &str| (name == "TURN_EDIT_FORMAT").then(|| "udiff".to_string());
+        assert!(matches!(
+            parse(["x"].map(OsString::from), env),
+            Err(Error::Usage(m)) if m.starts_with("TURN_EDIT_FORMAT:")
         ));
     }
 

@@ -182,7 +182,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         context,
         protocol: resumed_protocol(args.tool_protocol, session.as_ref()),
         tool_names: textproto::names(&specs),
-        text_prompt: textproto::tools_prompt(&specs),
+        text_prompt: textproto::tools_prompt(&specs, args.edit_format),
         model,
         tools,
         max_steps: args.max_steps,

@@ -16,6 +16,11 @@ fn text(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
     run(command)
 }
 
+/// `text` with search/replace blocks declared beside whole files.
+fn both(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
+    text(ws, mock, &[&["--edit-format", "both"], args].concat())
+}
+
 fn system(chat: &Received) -> String {
     chat.messages()[0]["content"].as_str().unwrap().to_string()
 }
@@ -23,7 +28,7 @@ fn system(chat: &Received) -> String {
 /// Whether a request declared the edit syntaxes (and sent no tools).
 fn declared(chat: &Received) -> bool {
     let system = system(chat);
-    let declared = system.contains("<<<<<<< SEARCH") && system.contains("# Writing files");
+    let declared = system.contains("# Writing files");
     assert_eq!(
         declared,
         chat.body.get("tools").is_none(),
@@ -79,10 +84,42 @@ fn a_search_replace_block_is_an_edit() {
     let ws = Workspace::new();
     ws.write("a.py", "x = 1\nprint(x)\n");
     let mock = Mock::start(vec![Reply::Text(EDIT)]);
-    let run = text(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
+    let run = both(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
     assert_eq!(ws.read("a.py"), "x = 2\nprint(x)\n");
     assert_has(&run.stderr, "[edit_file] a.py (ok)");
     assert!(run.stdout.ends_with(">>>>>>> REPLACE\n"), "{}", run.stdout);
+    assert_has(&system(&mock.chats()[0]), "<<<<<<< SEARCH");
+    // TURN_EDIT_FORMAT does what the flag does.
+    ws.write("a.py", "x = 1\n");
+    let mock = Mock::start(vec![Reply::Text(EDIT)]);
+    let mut command = turn(&ws, &mock);
+    command.env("TURN_EDIT_FORMAT", "both");
+    command.args(["--no-preload", "--tool-protocol", "text", "set x"]);
+    util::run(command).expect(0);
+    assert_eq!(ws.read("a.py"), "x = 2\n");
+}
+
+#[test]
+fn by_default_only_whole_files_are_declared_and_a_search_replace_block_is_told_so() {
+    let ws = Workspace::new();
+    ws.write("a.py", "x = 1\n");
+    let mock = Mock::start(vec![Reply::Text(EDIT), block("a.py", "x = 2\n")]);
+    // a.py is named: turn reads it first, so the model has seen it and may write it whole.
+    let mut command = turn(&ws, &mock);
+    command.args(["--tool-protocol", "text", "set x to 2 in a.py"]);
+    let run = util::run(command).expect(0);
+    let chats = mock.chats();
+    assert!(declared(&chats[0]));
+    assert!(!system(&chats[0]).contains("SEARCH"), "not declared");
+    assert_has(&run.stderr, "[edit_file] a.py (error");
+    let result = chats[1].last_content();
+    assert_has(&result, "search/replace blocks are not declared here");
+    assert_has(&result, "Write the file whole");
+    assert_has(&result, "nothing was changed");
+    // The model wrote the file whole next, and that reply of blocks alone was the last.
+    assert_eq!(chats.len(), 2);
+    assert_has(&run.stderr, "[write_file] a.py (ok)");
+    assert_eq!(ws.read("a.py"), "x = 2\n");
 }
 
 #[test]
@@ -95,14 +132,14 @@ fn edit_blocks_with_a_call_after_them_go_on_and_a_failed_block_goes_back() {
             .into_boxed_str(),
     );
     let mock = Mock::start(vec![Reply::Text(with_call), Reply::Text("x is 2.")]);
-    let out = text(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
+    let out = both(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
     assert_eq!(ws.read("a.py"), "x = 2\n");
     assert!(out.stdout.ends_with("x is 2.\n"), "{}", out.stdout);
     assert_has(&mock.chats()[1].last_content(), "x = 2");
     // A block that did not apply: its error goes back, and the model goes on.
     let already = Reply::Text("It was already 2.");
     let mock = Mock::start(vec![Reply::Text(EDIT), already.clone(), already]);
-    let out = text(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
+    let out = both(&ws, &mock, &["set x to 2 in a.py"]).expect(0);
     assert_has(&out.stderr, "[edit_file] a.py (error");
     assert_has(
         &mock.chats()[1].last_content(),
@@ -135,7 +172,7 @@ fn a_search_text_not_in_the_file_is_the_edits_error() {
         Reply::Text("Tried."),
         Reply::Text("Tried."),
     ]);
-    let run = text(&ws, &mock, &["set x"]).expect(0);
+    let run = both(&ws, &mock, &["set x"]).expect(0);
     assert_eq!(ws.read("a.py"), "y = 1\n", "unchanged");
     assert_has(&run.stderr, "[edit_file] a.py (error");
     assert_has(
@@ -176,7 +213,7 @@ fn malformed_blocks_change_nothing_and_say_why() {
             Reply::Text("ok"),
             Reply::Text("ok"),
         ]);
-        let run = text(&ws, &mock, &["change a.py"]).expect(0);
+        let run = both(&ws, &mock, &["change a.py"]).expect(0);
         assert_eq!(ws.read("a.py"), "x = 1\n", "{reply}");
         assert_has(&run.stderr, line);
         let result = mock.chats()[1].last_content();
@@ -198,7 +235,13 @@ fn two_blocks_for_one_file_run_the_first_only() {
     ]);
     // a.py is named: turn reads it first, so the model has seen it.
     let mut command = turn(&ws, &mock);
-    command.args(["--tool-protocol", "text", "change a.py"]);
+    command.args([
+        "--tool-protocol",
+        "text",
+        "--edit-format",
+        "both",
+        "change a.py",
+    ]);
     let run = run(command).expect(0);
     assert_eq!(ws.read("a.py"), "x = 5\n");
     assert_has(&run.stderr, "[write_file] a.py (ok)");
@@ -484,11 +527,11 @@ fn under_the_text_protocol_a_file_edited_in_the_session_may_be_written_whole() {
         edit,
         block("d.txt", "3\n4\n"),
     ]);
-    let out = text(&ws, &mock, &["number c.txt"]).expect(0);
+    let out = both(&ws, &mock, &["number c.txt"]).expect(0);
     assert_has(&out.stderr, "[write_file] c.txt (ok)");
     assert_eq!(ws.read("c.txt"), "1\n2\n");
-    text(&ws, &mock, &["number d.txt"]).expect(0);
-    let out = text(&ws, &mock, &["-c", "and the next line"]).expect(0);
+    both(&ws, &mock, &["number d.txt"]).expect(0);
+    let out = both(&ws, &mock, &["-c", "and the next line"]).expect(0);
     assert_has(&out.stderr, "[write_file] d.txt (ok)");
     assert_eq!(ws.read("d.txt"), "3\n4\n");
 }

@@ -18,7 +18,7 @@ use crate::wire::editblocks::{self, Found};
 use crate::wire::message::{new_call_id, normalize, turn_call_id, Message, ToolCall};
 use crate::wire::server;
 use crate::wire::stream::Reply;
-use crate::wire::textproto::{self, Protocol, EDITS};
+use crate::wire::textproto::{self, Protocol};
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::{json, Value};
 
@@ -189,7 +189,7 @@ impl Agent<'_> {
             // last (the prompt says so, as aider's formats do): once they are all written it
             // is the answer. A block that failed goes back to the model with its error.
             let edits_only = !found.is_empty() && found.iter().all(|f| f.edit);
-            if edits_only && all_ok && cut.is_none() && self.blocks_declared() {
+            if edits_only && all_ok && cut.is_none() && self.declared().is_some() {
                 break reply.content.unwrap_or_default();
             }
         };
@@ -216,7 +216,7 @@ impl Agent<'_> {
             reporter.report(Event::Coaching(coach::BEGUN_CALL));
         }
         self.coach
-            .note(text, task, &names, cut, self.blocks_declared())
+            .note(text, task, &names, cut, self.declared().is_some())
     }
 
     /// Switches the notes on for `why`, and reports it the first time (the session records
@@ -262,7 +262,7 @@ impl Agent<'_> {
         if let Some(chars) = self.context.result_chars(calls) {
             self.tools.max_output = limit.min(chars.max(1));
         }
-        self.tools.replace_seen_only = self.blocks_declared();
+        self.tools.replace_seen_only = self.declared().is_some();
         let output = tools::run(name, arguments, &self.tools, &mut self.approver);
         self.tools.max_output = limit;
         output
@@ -304,7 +304,7 @@ impl Agent<'_> {
             let messages = rendered.as_deref().unwrap_or(wire);
             // The text protocol asks for one call a reply: the reply ends after the first.
             let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
-            let declared = self.blocks_declared();
+            let declared = self.declared();
             let first_call =
                 |reply: &str, from: usize| textproto::first_call_end(reply, from, &names, declared);
             let request = Request {
@@ -364,7 +364,7 @@ impl Agent<'_> {
         let names: Vec<&str> = self.tool_names.iter().map(String::as_str).collect();
         let text = reply.content.as_deref().unwrap_or_default();
         let cut = context::cut(reply).is_some();
-        let found = editblocks::read(text, &names, cut, self.blocks_declared());
+        let found = editblocks::read(text, &names, cut, self.declared());
         reply.calls = found
             .iter()
             .map(|f| ToolCall::new(new_call_id(), &f.name, &f.arguments))
@@ -372,10 +372,12 @@ impl Agent<'_> {
         (Origin::Text, found)
     }
 
-    /// Whether requests declare the edit blocks: under the text protocol, with write_file and
+    /// The edit blocks requests declare: under the text protocol, with write_file and
     /// edit_file offered (see textproto::tools_prompt).
-    fn blocks_declared(&self) -> bool {
-        self.protocol == Protocol::Text && self.text_prompt.ends_with(EDITS)
+    fn declared(&self) -> Option<editblocks::Format> {
+        let text = self.protocol == Protocol::Text;
+        text.then(|| textproto::declared(&self.text_prompt))
+            .flatten()
     }
 
     /// The history as the text protocol sends it, serialized.

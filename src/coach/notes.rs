@@ -117,7 +117,7 @@ fn unfinished(tool: &str, task: &str, blocks: bool) -> String {
     let again = match tool {
         "write_file" | "edit_file" if blocks => {
             "Write it as a block instead: the file's path alone on a line, then a fenced block \
-             with its whole new content (or a SEARCH/REPLACE block for part of it)."
+             with its whole new content."
                 .to_string()
         }
         _ => format!(

@@ -22,6 +22,26 @@ const SEARCH: &str = "<<<<<<< SEARCH";
 const DIVIDER: &str = "=======";
 const REPLACE: &str = ">>>>>>> REPLACE";
 
+/// Which edit syntaxes the text protocol declares (`--edit-format`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Format {
+    /// A file is written whole: its path line, then a fenced block with all its content. A
+    /// search/replace block gets an error back that says so.
+    Whole,
+    /// That, and search/replace blocks for part of a file.
+    Both,
+}
+
+impl Format {
+    pub fn parse(value: &str) -> Option<Format> {
+        match value {
+            "whole" => Some(Format::Whole),
+            "both" => Some(Format::Both),
+            _ => None,
+        }
+    }
+}
+
 /// A call read in a reply under the text protocol.
 #[derive(Debug, PartialEq)]
 pub struct Found {
@@ -48,11 +68,11 @@ impl Found {
 /// The calls in `text`: calls written as JSON (see textcalls::in_reply; `cut`: the reply was
 /// cut short) and, when the request's system prompt `declared` them, edit blocks, in the order
 /// they appear (the JSON calls then as textcalls::declared_in_reply reads them).
-pub fn read(text: &str, tools: &[&str], cut: bool, declared: bool) -> Vec<Found> {
-    if !declared {
+pub fn read(text: &str, tools: &[&str], cut: bool, declared: Option<Format>) -> Vec<Found> {
+    let Some(format) = declared else {
         let calls = textcalls::in_reply(text, tools, cut).into_iter();
         return calls.map(Found::call).collect();
-    }
+    };
     let mut found = Vec::new();
     let mut prose = String::new();
     let mut seen = std::collections::HashSet::new();
@@ -66,7 +86,14 @@ pub fn read(text: &str, tools: &[&str], cut: bool, declared: bool) -> Vec<Found>
         };
         json_calls(&mut found, &std::mem::take(&mut prose), tools, false);
         let path = edit.path.trim_start_matches("./").to_string();
-        if edit.error.is_none() && !path.is_empty() && !seen.insert(path) {
+        if format == Format::Whole && edit.replace.is_some() {
+            edit.error = Some(
+                "search/replace blocks are not declared here (--edit-format whole); nothing \
+                 was changed. Write the file whole: its path alone on a line, then a fenced \
+                 block with all of its new content"
+                    .into(),
+            );
+        } else if edit.error.is_none() && !path.is_empty() && !seen.insert(path) {
             edit.error = Some(format!(
                 "a second block for {} in one reply; it was not applied. Send one block per file \
                  a reply: read the file again and send the next change in your next reply",
@@ -139,16 +166,17 @@ impl Edit {
 }
 
 /// A write_file or edit_file call's arguments written as the block that reads back as it
-/// (`read`): a whole file, or a search/replace block. The text protocol shows the model its
-/// own writes in the syntax it declared. `None` for other tools and for arguments no block
-/// can carry (missing fields, `replace_all`, a path that is no path line).
-pub fn written(name: &str, arguments: &str) -> Option<String> {
+/// (`read`) under `format`: a whole file, or a search/replace block. The text protocol shows
+/// the model its own writes in the syntax it declared. `None` for other tools, for a syntax
+/// `format` does not declare, and for arguments no block can carry (missing fields,
+/// `replace_all`, a path that is no path line).
+pub fn written(name: &str, arguments: &str, format: Format) -> Option<String> {
     let args: serde_json::Map<String, serde_json::Value> = serde_json::from_str(arguments).ok()?;
     let text = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
     let path = text("path").filter(|p| path_line(p) == Some(*p))?;
     match name {
         "write_file" if args.len() == 2 => Some(whole_file(path, text("content")?)),
-        "edit_file" if args.len() == 3 => {
+        "edit_file" if args.len() == 3 && format == Format::Both => {
             let (old, new) = (text("old_text")?, text("new_text")?);
             let block = format!(
                 "{path}\n{SEARCH}\n{old}{}{DIVIDER}\n{new}{}{REPLACE}",
@@ -323,9 +351,42 @@ mod tests {
     use serde_json::Value;
 
     const TOOLS: [&str; 3] = ["bash", "write_file", "edit_file"];
+    const BOTH: Option<Format> = Some(Format::Both);
+
+    #[test]
+    fn under_whole_a_search_replace_block_is_an_error_that_asks_for_the_whole_file() {
+        let text = "a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n\n\
+                    b.py\n```\ny = 2\n```\n";
+        let found = read(text, &TOOLS, false, Some(Format::Whole));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].name, "edit_file");
+        let error = found[0].error.as_deref().unwrap();
+        assert!(error.contains("--edit-format whole"), "{error}");
+        assert!(error.contains("Write the file whole"), "{error}");
+        assert_eq!(found[1].name, "write_file");
+        assert_eq!(found[1].error, None);
+        // The same text where both are declared: an edit and a write.
+        let both = read(text, &TOOLS, false, BOTH);
+        assert!(both.iter().all(|f| f.error.is_none()), "{both:?}");
+    }
+
+    #[test]
+    fn formats_parse_and_an_edit_is_shown_as_a_block_only_where_declared() {
+        assert_eq!(Format::parse("whole"), Some(Format::Whole));
+        assert_eq!(Format::parse("both"), Some(Format::Both));
+        assert_eq!(Format::parse("diff"), None);
+        let edit = r#"{"path": "a.py", "old_text": "x = 1\n", "new_text": "x = 2\n"}"#;
+        assert!(written("edit_file", edit, Format::Both).is_some());
+        assert_eq!(written("edit_file", edit, Format::Whole), None);
+        let write = r#"{"path": "a.py", "content": "x = 1\n"}"#;
+        assert_eq!(
+            written("write_file", write, Format::Whole),
+            written("write_file", write, Format::Both)
+        );
+    }
 
     fn one(text: &str) -> (String, Value, Option<String>) {
-        let found = read(text, &TOOLS, false, true);
+        let found = read(text, &TOOLS, false, BOTH);
         assert_eq!(found.len(), 1, "{found:?}");
         let f = &found[0];
         assert!(f.edit);
@@ -355,14 +416,23 @@ mod tests {
             ),
         ];
         for (name, args) in calls {
-            let block = written(name, &args.to_string()).expect(name);
+            let block = written(name, &args.to_string(), Format::Both).expect(name);
             let (got, back, error) = one(&block);
             assert_eq!((got.as_str(), &back, error), (name, &args, None), "{block}");
         }
-        let block = written("write_file", r#"{"path": "a", "content": "x"}"#);
+        let block = written(
+            "write_file",
+            r#"{"path": "a", "content": "x"}"#,
+            Format::Both,
+        );
         assert_eq!(block, None, "a path line has a / or a .");
         // Content without a last newline reads back with one.
-        let block = written("write_file", r#"{"path": "a.txt", "content": "x"}"#).unwrap();
+        let block = written(
+            "write_file",
+            r#"{"path": "a.txt", "content": "x"}"#,
+            Format::Both,
+        )
+        .unwrap();
         assert_eq!(one(&block).1["content"], "x\n");
         // What no block carries stays a JSON call.
         for (name, args) in [
@@ -381,9 +451,13 @@ mod tests {
             ),
             ("write_file", json!({"path": "a.txt"})),
         ] {
-            assert_eq!(written(name, &args.to_string()), None, "{name} {args}");
+            assert_eq!(
+                written(name, &args.to_string(), Format::Both),
+                None,
+                "{name} {args}"
+            );
         }
-        assert_eq!(written("write_file", "not json"), None);
+        assert_eq!(written("write_file", "not json", Format::Both), None);
     }
 
     #[test]
@@ -469,7 +543,7 @@ mod tests {
     #[test]
     fn one_block_per_file_a_reply() {
         let text = "a.py\n```\none\n```\n./a.py\n<<<<<<< SEARCH\none\n=======\ntwo\n>>>>>>> REPLACE\nb.py\n```\nb\n```\n";
-        let found = read(text, &TOOLS, false, true);
+        let found = read(text, &TOOLS, false, BOTH);
         let errors: Vec<bool> = found.iter().map(|f| f.error.is_some()).collect();
         assert_eq!(errors, [false, true, false]);
         assert!(found[1]
@@ -484,13 +558,13 @@ mod tests {
         let call =
             "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"python3 a.py\"}}\n```";
         let text = format!("a.py\n```\nprint(1)\n```\nNow run it:\n{call}\n");
-        let found = read(&text, &TOOLS, false, true);
+        let found = read(&text, &TOOLS, false, BOTH);
         let names: Vec<(&str, bool)> = found.iter().map(|f| (f.name.as_str(), f.edit)).collect();
         assert_eq!(names, [("write_file", true), ("bash", false)]);
-        let found = read(call, &TOOLS, false, true);
+        let found = read(call, &TOOLS, false, BOTH);
         assert_eq!(found.len(), 1);
         assert!(!found[0].edit);
-        let undeclared = read(&text, &TOOLS, false, false);
+        let undeclared = read(&text, &TOOLS, false, None);
         assert_eq!(
             undeclared.len(),
             1,
@@ -503,19 +577,19 @@ mod tests {
     fn where_the_format_is_declared_a_call_block_to_no_tool_is_a_call() {
         let text = "I will install it.\n\n```json\n{\"name\": \"pip\", \"arguments\": \
                     {\"package\": \"x\"}}\n```\n\nThen it works.\n";
-        let found = read(text, &TOOLS, false, true);
+        let found = read(text, &TOOLS, false, BOTH);
         let calls: Vec<(&str, &str, bool)> = found
             .iter()
             .map(|f| (f.name.as_str(), f.arguments.as_str(), f.edit))
             .collect();
         assert_eq!(calls, [("pip", "{\"package\":\"x\"}", false)]);
         // Where nothing was declared it is an answer that shows JSON (in prose).
-        assert_eq!(read(text, &TOOLS, false, false), []);
+        assert_eq!(read(text, &TOOLS, false, None), []);
         // A call to an offered tool beside it is the call; JSON that is no call stays prose.
         let both = format!(
             "{text}```json\n{{\"name\": \"bash\", \"arguments\": {{\"command\": \"ls\"}}}}\n```\n"
         );
-        let found = read(&both, &TOOLS, false, true);
+        let found = read(&both, &TOOLS, false, BOTH);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "bash");
         for prose in [
@@ -523,7 +597,7 @@ mod tests {
             "```python\n{\"name\": \"pip\", \"arguments\": {}}\n```\n",
             "Call {\"name\": \"pip\", \"arguments\": {}} then.\n",
         ] {
-            assert_eq!(read(prose, &TOOLS, false, true), [], "{prose}");
+            assert_eq!(read(prose, &TOOLS, false, BOTH), [], "{prose}");
         }
     }
 
@@ -540,7 +614,7 @@ mod tests {
             "Replace x with y in a.py.",
             "",
         ] {
-            assert_eq!(read(text, &TOOLS, false, true), [], "{text}");
+            assert_eq!(read(text, &TOOLS, false, BOTH), [], "{text}");
         }
     }
 
@@ -560,14 +634,14 @@ mod tests {
     #[test]
     fn hostile_input_ends() {
         let many = "a.py\n```\n".repeat(20_000);
-        let found = read(&many, &TOOLS, false, true);
+        let found = read(&many, &TOOLS, false, BOTH);
         assert_eq!(found.len(), 10_000, "a block every other path line");
         assert!(
             found[1..].iter().all(|f| f.error.is_some()),
             "one block per file"
         );
         let markers = "a.py\n<<<<<<< SEARCH\n".repeat(10_000);
-        assert!(!read(&markers, &TOOLS, false, true).is_empty());
-        assert_eq!(read(&"`".repeat(100_000), &TOOLS, false, true), []);
+        assert!(!read(&markers, &TOOLS, false, BOTH).is_empty());
+        assert_eq!(read(&"`".repeat(100_000), &TOOLS, false, BOTH), []);
     }
 }

@@ -4,8 +4,8 @@
 //! one `tool` message per call. That is what sessions record and what the context planner
 //! works on, so a session resumes under either protocol. For the text protocol, `render` turns
 //! that history into the plain conversation such a server takes: no `tool_calls`, no `tool`
-//! role; the tools, the one call format and the edit syntaxes (`EDITS`: a whole file after
-//! its path, a search/replace block; see editblocks) are described at the end of the system
+//! role; the tools, the one call format and the edit syntaxes (`edits`: a whole file after
+//! its path and, under `--edit-format both`, a search/replace block; see editblocks) are described at the end of the system
 //! prompt (`tools_prompt`), each call appears as the model wrote it (or in that format: a
 //! write as its edit block where those are declared), and results come back as user messages
 //! naming the call (a file read whole as the block that would write it, where they are
@@ -15,7 +15,7 @@
 
 use crate::tools::nearmatch::strip_numbers;
 use crate::tools::LINE_CUT;
-use crate::wire::editblocks;
+use crate::wire::editblocks::{self, Format};
 use crate::wire::message::{self, Message, Role};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -60,9 +60,9 @@ pub fn names(specs: &Value) -> Vec<String> {
 
 /// The part of the system prompt that stands in for `tools`: the one call format, then each
 /// tool with its parameters, from the same specs the native protocol sends, then the edit
-/// syntaxes (`EDITS`, when the specs offer write_file and edit_file: they stand in for those
-/// two in the list). Kept short: small models often have small context windows.
-pub fn tools_prompt(specs: &Value) -> String {
+/// syntaxes of `format` (`edits`, when the specs offer write_file and edit_file: they stand in
+/// for those two in the list). Kept short: small models often have small context windows.
+pub fn tools_prompt(specs: &Value, format: Format) -> String {
     let mut text = String::from(
         "# Tools\n\n\
          To use a tool, answer with one fenced block like this and nothing after it:\n\n\
@@ -73,13 +73,13 @@ pub fn tools_prompt(specs: &Value) -> String {
          comes back in the next message.\n\nThe tools:\n",
     );
     let names = names(specs);
-    let edits = ["write_file", "edit_file"]
+    let blocks = ["write_file", "edit_file"]
         .iter()
         .all(|n| names.iter().any(|x| x == n));
     for spec in specs.as_array().into_iter().flatten() {
         let function = &spec["function"];
         let name = function["name"].as_str().unwrap_or_default();
-        if edits && ["write_file", "edit_file"].contains(&name) {
+        if blocks && ["write_file", "edit_file"].contains(&name) {
             continue; // declared as edit blocks below
         }
         let required: Vec<&str> = function["parameters"]["required"]
@@ -108,36 +108,75 @@ pub fn tools_prompt(specs: &Value) -> String {
             params.join(", ")
         ));
     }
-    if edits {
-        text.push_str(EDITS);
+    if blocks {
+        text.push_str(edits(format));
     }
     text
 }
 
-/// The edit syntaxes the text protocol declares (read by wire::editblocks): replies to a request
-/// whose system prompt holds this are read for them, and no others. They stand in for
-/// write_file's and edit_file's JSON form in the tool list: a file's whole content is easier to
-/// write in a fence than escaped in a JSON string (a call in that form still runs).
-pub const EDITS: &str = "\n# Writing files\n\n\
-write_file and edit_file are written as blocks, not as JSON. To write a whole file (a new \
-one, or one you have been shown), give its path alone on a line, then a fenced block with the \
-full new content:\n\n\
-src/hello.py\n\
-```python\n\
-print(\"hello\")\n\
-```\n\n\
-To change part of a file, give its path alone on a line, then the old lines, copied exactly \
-from the file, and the new lines between these markers:\n\n\
-src/hello.py\n\
-<<<<<<< SEARCH\n\
-print(\"hello\")\n\
-=======\n\
-print(\"hello, world\")\n\
->>>>>>> REPLACE\n\n\
-The path line holds only the path (backticks around it are fine). One block per file in a \
-reply. If the file holds ``` lines, open and close its block with ````. A reply of blocks \
-alone is your last: the files are written and the task is done. To run something after \
-them, add its call block.\n";
+/// The closing sentences of every declaration of the edit syntaxes.
+macro_rules! edits_tail {
+    () => {
+        "The path line holds only the path (backticks around it are fine). One block per file \
+         in a reply. If the file holds ``` lines, open and close its block with ````. A reply of \
+         blocks alone is your last: the files are written and the task is done. To run \
+         something after them, add its call block.\n"
+    };
+}
+
+/// The edit syntaxes the text protocol declares under `--edit-format whole`, the default (read
+/// by wire::editblocks): a file is written whole. Replies to a request whose system prompt ends
+/// with a declaration are read for its blocks, and no others. They stand in for write_file's
+/// and edit_file's JSON form in the tool list: a file's whole content is easier to write in a
+/// fence than escaped in a JSON string (a call in that form still runs).
+pub const EDITS_WHOLE: &str = concat!(
+    "\n# Writing files\n\n\
+     write_file is written as a block, not as JSON. To write a file (a new one, or one you have \
+     been shown), give its path alone on a line, then a fenced block with its whole new \
+     content, every line of it:\n\n\
+     src/hello.py\n\
+     ```python\n\
+     print(\"hello\")\n\
+     ```\n\n",
+    edits_tail!()
+);
+
+/// The edit syntaxes declared under `--edit-format both`: a whole file, and a search/replace
+/// block for part of one.
+pub const EDITS_BOTH: &str = concat!(
+    "\n# Writing files\n\n\
+     write_file and edit_file are written as blocks, not as JSON. To write a whole file (a new \
+     one, or one you have been shown), give its path alone on a line, then a fenced block with \
+     the full new content:\n\n\
+     src/hello.py\n\
+     ```python\n\
+     print(\"hello\")\n\
+     ```\n\n\
+     To change part of a file, give its path alone on a line, then the old lines, copied \
+     exactly from the file, and the new lines between these markers:\n\n\
+     src/hello.py\n\
+     <<<<<<< SEARCH\n\
+     print(\"hello\")\n\
+     =======\n\
+     print(\"hello, world\")\n\
+     >>>>>>> REPLACE\n\n",
+    edits_tail!()
+);
+
+/// The declaration of `format`'s edit syntaxes.
+pub fn edits(format: Format) -> &'static str {
+    match format {
+        Format::Whole => EDITS_WHOLE,
+        Format::Both => EDITS_BOTH,
+    }
+}
+
+/// The edit syntaxes `prompt` (the text protocol's part of a system prompt) declares, if any.
+pub fn declared(prompt: &str) -> Option<Format> {
+    [Format::Whole, Format::Both]
+        .into_iter()
+        .find(|&format| prompt.ends_with(edits(format)))
+}
 
 /// Where a reply under the text protocol ends, as its prompt asks ("one fenced block ... and
 /// nothing after it"): just after its first call written as JSON, on the line that closes the
@@ -145,7 +184,12 @@ them, add its call block.\n";
 /// it does not (calls written there were written without its result), and is not read. Only
 /// lines ending after `from` are looked at, so a streamed reply is checked as its lines come.
 /// `None` while no such call is whole.
-pub fn first_call_end(text: &str, from: usize, tools: &[&str], declared: bool) -> Option<usize> {
+pub fn first_call_end(
+    text: &str,
+    from: usize,
+    tools: &[&str],
+    declared: Option<Format>,
+) -> Option<usize> {
     let (mut end, mut fenced, mut tagged) = (0, false, false);
     for line in text.split_inclusive('\n') {
         end += line.len();
@@ -183,8 +227,8 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
     }
     // The edit syntaxes are declared: writes show as blocks, and whole files read as the
     // block that would write them, so the model's history shows the syntax it is to use.
-    let declared = prompt.ends_with(EDITS);
-    let (handed, skipped) = handed_over(history, declared);
+    let declared = declared(prompt);
+    let (handed, skipped) = handed_over(history, declared.is_some());
     let mut calls: HashMap<&str, (&str, &str)> = HashMap::new();
     for (at, message) in history.iter().enumerate() {
         if skipped.contains(&at) {
@@ -211,7 +255,7 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
                 let id = message.tool_call_id.as_deref().unwrap_or_default();
                 let (name, arguments) = calls.get(id).copied().unwrap_or(("tool", "{}"));
                 let file = match name {
-                    "read_file" if declared => read_as_block(arguments, text),
+                    "read_file" if declared.is_some() => read_as_block(arguments, text),
                     _ => None,
                 };
                 let shown = file.as_deref().unwrap_or(text);
@@ -233,7 +277,7 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
             }),
         }
     }
-    if declared {
+    if declared.is_some() {
         out.splice(1..1, example());
     }
     out
@@ -339,9 +383,10 @@ fn path_of(arguments: &str) -> Option<String> {
 
 /// An assistant message's text, with its calls written out when the text does not show them
 /// (as calls or edit blocks; writes as edit blocks when those are `declared`).
-fn assistant_text(message: &Message, tools: &[&str], declared: bool) -> String {
+fn assistant_text(message: &Message, tools: &[&str], declared: Option<Format>) -> String {
     let mut text = message.content.clone().unwrap_or_default();
-    if message.tool_calls.is_empty() || !editblocks::read(&text, tools, false, true).is_empty() {
+    let shown = editblocks::read(&text, tools, false, Some(Format::Both));
+    if message.tool_calls.is_empty() || !shown.is_empty() {
         return text;
     }
     for call in &message.tool_calls {
@@ -350,9 +395,9 @@ fn assistant_text(message: &Message, tools: &[&str], declared: bool) -> String {
         if !text.is_empty() {
             text.push_str("\n\n");
         }
-        let block = declared
-            .then(|| editblocks::written(&call.function.name, &call.function.arguments))
-            .flatten();
+        let block = declared.and_then(|format| {
+            editblocks::written(&call.function.name, &call.function.arguments, format)
+        });
         if let Some(block) = block {
             text.push_str(&block);
             continue;
@@ -391,7 +436,7 @@ mod tests {
 
     #[test]
     fn the_prompt_gives_one_format_and_every_tool() {
-        let prompt = tools_prompt(&specs());
+        let prompt = tools_prompt(&specs(), Format::Whole);
         assert!(prompt.contains(
             "```json\n{\"name\": \"TOOL\", \"arguments\": {\"PARAMETER\": \"VALUE\"}}\n```"
         ));
@@ -403,29 +448,47 @@ mod tests {
 
     #[test]
     fn the_edit_syntaxes_are_declared_with_the_file_tools_only() {
-        assert!(!tools_prompt(&specs()).contains(EDITS));
+        for format in [Format::Whole, Format::Both] {
+            assert_eq!(declared(&tools_prompt(&specs(), format)), None);
+        }
         let mut specs = specs();
         for name in ["write_file", "edit_file"] {
             let spec = json!({"type": "function", "function": {"name": name}});
             specs.as_array_mut().unwrap().push(spec);
         }
-        let prompt = tools_prompt(&specs);
-        assert!(prompt.ends_with(EDITS));
-        assert!(
-            !prompt.contains("- write_file(") && !prompt.contains("- edit_file("),
-            "the blocks stand in for the two tools' JSON form"
-        );
-        // The examples in the declaration are blocks the reader takes, one of each kind.
-        let found = editblocks::read(EDITS, &["write_file", "edit_file"], false, true);
-        let kinds: Vec<(&str, bool)> = found
-            .iter()
-            .map(|f| (f.name.as_str(), f.error.is_none()))
-            .collect();
-        assert_eq!(
-            kinds,
-            [("write_file", true), ("edit_file", false)],
-            "one block per file"
-        );
+        for (format, kinds) in [
+            (Format::Whole, vec![("write_file", true)]),
+            // One block per file: the second example, for the same file, is refused.
+            (
+                Format::Both,
+                vec![("write_file", true), ("edit_file", false)],
+            ),
+        ] {
+            let prompt = tools_prompt(&specs, format);
+            assert!(prompt.ends_with(edits(format)));
+            assert_eq!(declared(&prompt), Some(format));
+            assert!(
+                !prompt.contains("- write_file(") && !prompt.contains("- edit_file("),
+                "the blocks stand in for the two tools' JSON form"
+            );
+            assert_eq!(
+                prompt.contains("SEARCH"),
+                format == Format::Both,
+                "{format:?} declares what it reads"
+            );
+            // The examples in the declaration are blocks the reader takes.
+            let found = editblocks::read(
+                edits(format),
+                &["write_file", "edit_file"],
+                false,
+                Some(format),
+            );
+            let found: Vec<(&str, bool)> = found
+                .iter()
+                .map(|f| (f.name.as_str(), f.error.is_none()))
+                .collect();
+            assert_eq!(found, kinds, "{format:?}");
+        }
     }
 
     #[test]
@@ -499,6 +562,15 @@ mod tests {
                 )],
             ),
             Message::tool("c3", "Overwrote a.py (6 bytes)"),
+            Message::assistant(
+                None,
+                vec![ToolCall::new(
+                    "c4",
+                    "edit_file",
+                    r#"{"path":"a.py","old_text":"x = 2\n","new_text":"x = 3\n"}"#,
+                )],
+            ),
+            Message::tool("c4", "Edited a.py"),
         ];
         assert_eq!(whole_read("     2\tx\n"), None, "not from line 1");
         assert_eq!(whole_read("     1\tx… [line cut at 2000 chars]\n"), None);
@@ -508,10 +580,22 @@ mod tests {
             None,
             "no newline after the last line"
         );
-        let declared = format!("TOOLS{EDITS}");
+        let declared = format!("TOOLS{EDITS_BOTH}");
         let tools = ["bash", "read_file", "write_file", "edit_file"];
         let out = render(&history, &declared, &tools);
         let text = |i: usize| out[i].content.as_deref().unwrap();
+        assert_eq!(
+            text(10),
+            "a.py\n<<<<<<< SEARCH\nx = 2\n=======\nx = 3\n>>>>>>> REPLACE"
+        );
+        // Where only whole files are declared, an edit shows as its JSON call.
+        let whole = render(&history, &format!("TOOLS{EDITS_WHOLE}"), &tools);
+        assert_eq!(whole[8].content, out[8].content);
+        let edit = whole[10].content.as_deref().unwrap();
+        assert!(
+            edit.starts_with("```json\n{\"name\": \"edit_file\""),
+            "{edit}"
+        );
         // The system prompt, the example (2 messages), then the history.
         assert_eq!(
             text(5),
@@ -561,7 +645,7 @@ mod tests {
             read("c9", "a.py"),
             Message::tool("c9", "     1\tx = 1\n"),
         ];
-        let declared = format!("TOOLS{EDITS}");
+        let declared = format!("TOOLS{EDITS_WHOLE}");
         let tools = ["bash", "read_file", "write_file", "edit_file"];
         let out = render(&history, &declared, &tools);
         let text = |i: usize| out[i].content.as_deref().unwrap().to_string();
@@ -588,7 +672,7 @@ mod tests {
     fn where_the_blocks_are_declared_a_worked_example_follows_the_system_prompt() {
         let history = vec![Message::system("sys"), Message::user("go")];
         let tools = ["bash", "read_file", "write_file", "edit_file"];
-        let out = render(&history, &format!("TOOLS{EDITS}"), &tools);
+        let out = render(&history, &format!("TOOLS{EDITS_WHOLE}"), &tools);
         let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
         use Role::{Assistant, System, User};
         assert_eq!(roles, [System, User, Assistant, User]);
@@ -597,7 +681,12 @@ mod tests {
         // the declared syntax.
         let task = out[1].content.as_deref().unwrap();
         assert!(task.contains(&format!("{HANDED}hello.py\n```")), "{task}");
-        let found = editblocks::read(out[2].content.as_deref().unwrap(), &tools, false, true);
+        let found = editblocks::read(
+            out[2].content.as_deref().unwrap(),
+            &tools,
+            false,
+            Some(Format::Whole),
+        );
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "write_file");
         assert_eq!(
@@ -633,7 +722,7 @@ mod tests {
     #[test]
     fn a_reply_ends_after_its_first_call_written_as_json() {
         let tools = ["bash", "read_file", "write_file", "edit_file"];
-        let end = |text: &str, from: usize| first_call_end(text, from, &tools, true);
+        let end = |text: &str, from: usize| first_call_end(text, from, &tools, Some(Format::Both));
         let call = |command: &str| {
             format!("```json\n{{\"name\": \"bash\", \"arguments\": {{\"command\": \"{command}\"}}}}\n```\n")
         };
@@ -652,10 +741,11 @@ mod tests {
             call("cat a.txt")
         );
         let at = end(&edits, 0).unwrap();
-        let read: Vec<(String, bool)> = editblocks::read(&edits[..at], &tools, false, true)
-            .into_iter()
-            .map(|f| (f.name, f.edit))
-            .collect();
+        let read: Vec<(String, bool)> =
+            editblocks::read(&edits[..at], &tools, false, Some(Format::Both))
+                .into_iter()
+                .map(|f| (f.name, f.edit))
+                .collect();
         assert_eq!(
             read,
             [
