@@ -24,6 +24,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
          HOST:PORT, PORT or http:// URLs, or off.",
     ),
     ("TURN_TOOL_PROTOCOL", "As --tool-protocol."),
+    ("TURN_EDIT_FORMAT", "As --edit-format."),
     (
         "TURN_CONTEXT",
         "The context window in tokens, as --context.",

@@ -50,7 +50,6 @@ const FOREIGN: &[&str] = &[
     "--set",
     "--task",
     "--agent",
-    "--edit-format",
     "--yes-always",
     "--message",
     "--no-check-update",
