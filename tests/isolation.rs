@@ -681,8 +681,11 @@ fn setsid_sleep_is_gone(fallback: bool) {
         bash(&format!(
             "setsid sleep {second} > /dev/null 2>&1 & echo started"
         )),
+        // The background shell may not have become `sleep` yet on a loaded machine: look for
+        // up to 5 s.
         bash(&format!(
-            "ps -eo args | grep -q '^sleep {second}' && echo still-there"
+            "for i in $(seq 50); do ps -eo args | grep -q '^sleep {second}' && \
+             {{ echo still-there; break; }}; sleep 0.1; done"
         )),
         Reply::Text("ok"),
     ]);
