@@ -167,33 +167,55 @@ const KEPT_LINES: usize = MAX_BLOCK * BLOCK_REPEATS;
 
 /// A piece of one line written again and again without a line break (a sentence, say) is a
 /// loop when it repeats back to back `IN_LINE_REPEATS` times over `IN_LINE_SPAN` bytes at
-/// least. A piece shorter than `IN_LINE_UNIT` bytes (a rule of `=`, a row of zeros) is not
-/// judged: such lines are written on purpose, and the reply's budget still ends them.
+/// least. A piece shorter than `IN_LINE_UNIT` bytes is a loop only over `IN_LINE_SHORT_SPAN`
+/// bytes, and only when it holds `IN_LINE_KINDS` different bytes or more (a pattern's
+/// `\s*\(\)` written on without end): a rule of `=`, a row of zeros (`0, `) are written on
+/// purpose, and the reply's budget still ends them.
 const IN_LINE_REPEATS: usize = 8;
 const IN_LINE_SPAN: usize = 2048;
 const IN_LINE_UNIT: usize = 16;
+const IN_LINE_SHORT_SPAN: usize = 4096;
+const IN_LINE_KINDS: usize = 4;
 /// The end of the line being written that is kept to look in, and how often it is looked at.
 const IN_LINE_KEPT: usize = 8192;
 const IN_LINE_EVERY: usize = 256;
 
 /// How many bytes at the end of a line a piece of `period` bytes must fill to be a loop.
 fn in_line_span(period: usize) -> usize {
-    (period * IN_LINE_REPEATS).max(IN_LINE_SPAN)
+    if period < IN_LINE_UNIT {
+        IN_LINE_SHORT_SPAN
+    } else {
+        (period * IN_LINE_REPEATS).max(IN_LINE_SPAN)
+    }
 }
 
 /// The length of the piece that `line` ends by repeating as `IN_LINE_REPEATS` says: the
-/// shortest piece it repeats there, when that is `IN_LINE_UNIT` bytes or longer.
+/// shortest piece it repeats there, when that is `IN_LINE_UNIT` bytes or longer, or holds
+/// `IN_LINE_KINDS` different bytes.
 fn in_line_loop(line: &[u8]) -> Option<usize> {
     let n = line.len();
+    let repeats = |span: usize, period: usize| {
+        let tail = &line[n - span..];
+        tail[..span - period] == tail[period..]
+    };
     for period in 1..=n / IN_LINE_REPEATS {
-        let span = in_line_span(period);
+        let span = (period * IN_LINE_REPEATS).max(IN_LINE_SPAN);
         if span > n {
             break;
         }
-        let tail = &line[n - span..];
-        if tail[..span - period] == tail[period..] {
-            return (period >= IN_LINE_UNIT).then_some(period);
+        if !repeats(span, period) {
+            continue;
         }
+        // The shortest piece that repeats decides (its multiples repeat too).
+        if period >= IN_LINE_UNIT {
+            return Some(period);
+        }
+        let piece = &line[n - period..];
+        let kinds = (0..=u8::MAX).filter(|b| piece.contains(b)).count();
+        let short = kinds >= IN_LINE_KINDS
+            && n >= IN_LINE_SHORT_SPAN
+            && repeats(IN_LINE_SHORT_SPAN, period);
+        return short.then_some(period);
     }
     None
 }
@@ -950,12 +972,26 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
             "the first copy is kept"
         );
 
-        // Not loops: a short piece over and over (a rule, a row of zeros), a long line that
-        // does not repeat, a sentence repeated a few times, and the same sentence on lines of
-        // its own (the line rules judge those).
+        // A short piece of several kinds of bytes, over and over: a loop once it fills
+        // IN_LINE_SHORT_SPAN bytes, cut after its first copy.
+        let pattern = format!("grep -E '{}", r"\s*\(\)".repeat(1000));
+        let mut assembler = Assembler::default();
+        for piece in pattern.as_bytes().chunks(5) {
+            let piece = std::str::from_utf8(piece).unwrap();
+            assembler.feed(&chunk(piece), &mut |_| {}).unwrap();
+        }
+        assert!(assembler.looping());
+        assert_eq!(&pattern[..loop_start(&pattern)], r"grep -E '\s*\(\)");
+        let short = &pattern[..IN_LINE_SHORT_SPAN - 100];
+        assert_eq!(in_line_start(short), short.len(), "not yet");
+
+        // Not loops: a short piece of few kinds over and over (a rule, a row of zeros), a long
+        // line that does not repeat, a sentence repeated a few times, and the same sentence on
+        // lines of its own (the line rules judge those).
         let not = [
             "=".repeat(6000),
             "0, ".repeat(3000),
+            "-=".repeat(3000),
             (0..2000)
                 .map(|i| i.to_string())
                 .collect::<Vec<_>>()
