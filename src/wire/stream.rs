@@ -167,7 +167,8 @@ const KEPT_LINES: usize = MAX_BLOCK * BLOCK_REPEATS;
 
 /// A piece of one line written again and again without a line break (a sentence, say) is a
 /// loop when it repeats back to back `IN_LINE_REPEATS` times over `IN_LINE_SPAN` bytes at
-/// least. A piece shorter than `IN_LINE_UNIT` bytes is a loop only over `IN_LINE_SHORT_SPAN`
+/// least, digits aside (a sentence that counts on, `… is 23, which is wrong. … is 24, …`, is
+/// the same sentence). A piece shorter than `IN_LINE_UNIT` bytes is a loop only over `IN_LINE_SHORT_SPAN`
 /// bytes, and only when it holds `IN_LINE_KINDS` different bytes or more (a pattern's
 /// `\s*\(\)` written on without end): a rule of `=`, a row of zeros (`0, `) are written on
 /// purpose, and the reply's budget still ends them.
@@ -189,9 +190,15 @@ fn in_line_span(period: usize) -> usize {
     }
 }
 
-/// The length of the piece that `line` ends by repeating as `IN_LINE_REPEATS` says: the
-/// shortest piece it repeats there, when that is `IN_LINE_UNIT` bytes or longer, or holds
-/// `IN_LINE_KINDS` different bytes.
+/// `line` with every ASCII digit as `0`: what the in-line loop rule compares.
+fn digits_aside(line: &[u8]) -> Vec<u8> {
+    let zero = |b: &u8| if b.is_ascii_digit() { b'0' } else { *b };
+    line.iter().map(zero).collect()
+}
+
+/// The length of the piece that `line` (see `digits_aside`) ends by repeating as
+/// `IN_LINE_REPEATS` says: the shortest piece it repeats there, when that is `IN_LINE_UNIT`
+/// bytes or longer, or holds `IN_LINE_KINDS` different bytes.
 fn in_line_loop(line: &[u8]) -> Option<usize> {
     let n = line.len();
     let repeats = |span: usize, period: usize| {
@@ -225,7 +232,7 @@ fn in_line_loop(line: &[u8]) -> Option<usize> {
 /// line does not end in such a loop.
 fn in_line_start(text: &str) -> usize {
     let start = text.rfind('\n').map_or(0, |at| at + 1);
-    let line = &text.as_bytes()[start..];
+    let line = &digits_aside(&text.as_bytes()[start..]);
     let Some(period) = in_line_loop(line) else {
         return text.len();
     };
@@ -264,7 +271,7 @@ impl InLine {
             }
             if self.unlooked >= IN_LINE_EVERY {
                 self.unlooked = 0;
-                self.looping |= in_line_loop(&self.tail).is_some();
+                self.looping |= in_line_loop(&digits_aside(&self.tail)).is_some();
             }
             if ends {
                 self.tail.clear();
@@ -948,9 +955,9 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
     fn a_sentence_repeated_without_a_line_break_is_a_loop() {
         let chunk = |text: &str| json!({"choices": [{"delta": {"content": text}}]}).to_string();
         // Three sentences in turn, again and again on one line, as streamed token by token.
-        let unit = "The test checks that the length is 2, which is wrong. The test checks that \
-                    the length is 0, which is wrong. The test checks that the length is 3, \
-                    which is wrong. ";
+        let unit = "The test checks that the length is two, which is wrong. The test checks \
+                    that the length is zero, which is wrong. The test checks that the length \
+                    is three, which is wrong. ";
         let mut assembler = Assembler::default();
         assembler
             .feed(&chunk("I read it.\n\n"), &mut |_| {})
@@ -971,6 +978,29 @@ data: {"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"bash","a
             Some(format!("I read it.\n\n{}", unit.trim_end()).as_str()),
             "the first copy is kept"
         );
+
+        // A sentence that counts on is the same sentence, digits aside; cut after its first
+        // copy.
+        let counting: String = (1..200)
+            .map(|n| format!("The test checks that the length is {n}, which is wrong. "))
+            .collect();
+        let text = format!("I read it.\n\n{counting}");
+        let mut assembler = Assembler::default();
+        for piece in text.as_bytes().chunks(9) {
+            let piece = std::str::from_utf8(piece).unwrap();
+            assembler.feed(&chunk(piece), &mut |_| {}).unwrap();
+            if assembler.looping() {
+                break;
+            }
+        }
+        assert!(assembler.looping());
+        let reply = assembler.finish(&mut ids());
+        assert_eq!(reply.finish_reason.as_deref(), Some(REPETITION));
+        let kept = reply.content.unwrap();
+        // Up to the first copy of the piece that repeats, digits aside: 1 to 9 are a digit
+        // shorter, so the copies from 10 on are the loop.
+        assert!(kept.len() < 600, "{kept}");
+        assert!(kept.contains("length is 9, which is wrong."), "{kept}");
 
         // A short piece of several kinds of bytes, over and over: a loop once it fills
         // IN_LINE_SHORT_SPAN bytes, cut after its first copy.
