@@ -86,7 +86,7 @@ the session keeps that switch for -c (docs/local-models.md)",
         "--edit-format F",
         &[
             "the edit blocks the text protocol declares, run as write_file and
-edit_file [env TURN_EDIT_FORMAT, default whole]:",
+edit_file [env TURN_EDIT_FORMAT, default both]:",
             "whole: a line that is only the file's path (bare or in backticks,
   with a / or a . in it), then a fenced block with the whole file",
             "both: that, and for part of a file the path line, then
@@ -697,7 +697,7 @@ pub fn parse(
     };
     let edit_format = match (edit_format, env("TURN_EDIT_FORMAT")) {
         (Some(format), _) => format,
-        (None, None) => Format::Whole,
+        (None, None) => Format::Both,
         (None, Some(value)) => Format::parse(value.trim())
             .ok_or_else(|| Error::Usage(format!("TURN_EDIT_FORMAT: {}", bad_format(&value))))?,
     };
@@ -1210,9 +1210,9 @@ mod tests {
 
     #[test]
     fn edit_format() {
-        assert_eq!(args(&["x"]).edit_format, Format::Whole);
-        let a = args(&["--edit-format", "both", "x"]);
-        assert_eq!(a.edit_format, Format::Both);
+        assert_eq!(args(&["x"]).edit_format, Format::Both);
+        let a = args(&["--edit-format", "whole", "x"]);
+        assert_eq!(a.edit_format, Format::Whole);
         assert!(usage(&["--edit-format", "diff", "x"])
             .contains("--edit-format: the edit format is whole or both, not 'diff'"));
         let env = |name: &str| (name == "TURN_EDIT_FORMAT").then(|| " both\n".to_string());

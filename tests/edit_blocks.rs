@@ -16,7 +16,7 @@ fn text(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
     run(command)
 }
 
-/// `text` with search/replace blocks declared beside whole files.
+/// `text` with search/replace blocks declared beside whole files, as by default, said.
 fn both(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
     text(ws, mock, &[&["--edit-format", "both"], args].concat())
 }
@@ -89,24 +89,38 @@ fn a_search_replace_block_is_an_edit() {
     assert_has(&run.stderr, "[edit_file] a.py (ok)");
     assert!(run.stdout.ends_with(">>>>>>> REPLACE\n"), "{}", run.stdout);
     assert_has(&system(&mock.chats()[0]), "<<<<<<< SEARCH");
-    // TURN_EDIT_FORMAT does what the flag does.
+    // By default too; TURN_EDIT_FORMAT does what the flag does.
     ws.write("a.py", "x = 1\n");
     let mock = Mock::start(vec![Reply::Text(EDIT)]);
+    text(&ws, &mock, &["set x"]).expect(0);
+    assert_eq!(ws.read("a.py"), "x = 2\n");
+    let mock = Mock::start(vec![
+        Reply::Text(EDIT),
+        Reply::Text("ok"),
+        Reply::Text("ok"),
+    ]);
     let mut command = turn(&ws, &mock);
-    command.env("TURN_EDIT_FORMAT", "both");
+    command.env("TURN_EDIT_FORMAT", "whole");
     command.args(["--no-preload", "--tool-protocol", "text", "set x"]);
     util::run(command).expect(0);
-    assert_eq!(ws.read("a.py"), "x = 2\n");
+    assert!(!system(&mock.chats()[0]).contains("SEARCH"));
+    assert_has(&mock.chats()[1].last_content(), "--edit-format whole");
 }
 
 #[test]
-fn by_default_only_whole_files_are_declared_and_a_search_replace_block_is_told_so() {
+fn under_edit_format_whole_a_search_replace_block_is_told_to_write_the_file_whole() {
     let ws = Workspace::new();
     ws.write("a.py", "x = 1\n");
     let mock = Mock::start(vec![Reply::Text(EDIT), block("a.py", "x = 2\n")]);
     // a.py is named: turn reads it first, so the model has seen it and may write it whole.
     let mut command = turn(&ws, &mock);
-    command.args(["--tool-protocol", "text", "set x to 2 in a.py"]);
+    command.args([
+        "--tool-protocol",
+        "text",
+        "--edit-format",
+        "whole",
+        "set x to 2 in a.py",
+    ]);
     let run = util::run(command).expect(0);
     let chats = mock.chats();
     assert!(declared(&chats[0]));

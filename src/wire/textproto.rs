@@ -124,8 +124,8 @@ macro_rules! edits_tail {
     };
 }
 
-/// The edit syntaxes the text protocol declares under `--edit-format whole`, the default (read
-/// by wire::editblocks): a file is written whole. Replies to a request whose system prompt ends
+/// The edit syntaxes the text protocol declares under `--edit-format whole` (read by
+/// wire::editblocks): a file is written whole. Replies to a request whose system prompt ends
 /// with a declaration are read for its blocks, and no others. They stand in for write_file's
 /// and edit_file's JSON form in the tool list: a file's whole content is easier to write in a
 /// fence than escaped in a JSON string (a call in that form still runs).
@@ -141,8 +141,8 @@ pub const EDITS_WHOLE: &str = concat!(
     edits_tail!()
 );
 
-/// The edit syntaxes declared under `--edit-format both`: a whole file, and a search/replace
-/// block for part of one.
+/// The edit syntaxes declared under `--edit-format both`, the default: a whole file, and a
+/// search/replace block for part of one.
 pub const EDITS_BOTH: &str = concat!(
     "\n# Writing files\n\n\
      write_file and edit_file are written as blocks, not as JSON. To write a whole file (a new \
