@@ -168,10 +168,10 @@ const KEPT_LINES: usize = MAX_BLOCK * BLOCK_REPEATS;
 /// A piece of one line written again and again without a line break (a sentence, say) is a
 /// loop when it repeats back to back `IN_LINE_REPEATS` times over `IN_LINE_SPAN` bytes at
 /// least, digits aside (a sentence that counts on, `… is 23, which is wrong. … is 24, …`, is
-/// the same sentence). A piece shorter than `IN_LINE_UNIT` bytes is a loop only over `IN_LINE_SHORT_SPAN`
-/// bytes, and only when it holds `IN_LINE_KINDS` different bytes or more (a pattern's
-/// `\s*\(\)` written on without end): a rule of `=`, a row of zeros (`0, `) are written on
-/// purpose, and the reply's budget still ends them.
+/// the same sentence). A piece shorter than `IN_LINE_UNIT` bytes is a loop only over
+/// `IN_LINE_SHORT_SPAN` bytes, and only when it holds `IN_LINE_KINDS` different bytes or more
+/// (a pattern's `\s*\(\)` written on without end): a rule of `=`, a row of zeros (`0, `) are
+/// written on purpose, and the reply's budget still ends them.
 const IN_LINE_REPEATS: usize = 8;
 const IN_LINE_SPAN: usize = 2048;
 const IN_LINE_UNIT: usize = 16;

@@ -5,11 +5,12 @@
 //! works on, so a session resumes under either protocol. For the text protocol, `render` turns
 //! that history into the plain conversation such a server takes: no `tool_calls`, no `tool`
 //! role; the tools, the one call format and the edit syntaxes (`edits`: a whole file after
-//! its path and, under `--edit-format both`, a search/replace block; see editblocks) are described at the end of the system
-//! prompt (`tools_prompt`), each call appears as the model wrote it (or in that format: a
-//! write as its edit block where those are declared), and results come back as user messages
-//! naming the call (a file read whole as the block that would write it, where they are
-//! declared: the history shows the model the syntax it is asked to write).
+//! its path and, under `--edit-format both`, a search/replace block; see editblocks) are
+//! described at the end of the system prompt (`tools_prompt`), each call appears as the model
+//! wrote it (or in that format: a write as its edit block where those are declared), and
+//! results come back as user messages naming the call (a file read whole as the block that
+//! would write it, where they are declared: the history shows the model the syntax it is
+//! asked to write).
 //!
 //! Pure: messages in, messages out.
 
