@@ -5,7 +5,7 @@
 mod util;
 
 use serde_json::{json, Value};
-use std::os::raw::{c_char, c_int, c_uint};
+use std::os::raw::c_long;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -121,21 +121,30 @@ fn a_symlink_at_the_old_predictable_temp_name_redirects_nothing() {
 }
 
 extern "C" {
-    fn renameat2(
-        olddirfd: c_int,
-        oldpath: *const c_char,
-        newdirfd: c_int,
-        newpath: *const c_char,
-        flags: c_uint,
-    ) -> c_int;
+    fn syscall(number: c_long, ...) -> c_long;
 }
+
+/// renameat2's number: musl has no wrapper for it, so the tests link for musl too.
+#[cfg(target_arch = "x86_64")]
+const SYS_RENAMEAT2: c_long = 316;
+#[cfg(target_arch = "aarch64")]
+const SYS_RENAMEAT2: c_long = 276;
 
 /// Swaps two names atomically (RENAME_EXCHANGE): both always exist.
 fn exchange(a: &Path, b: &Path) -> bool {
     let a = std::ffi::CString::new(a.as_os_str().as_bytes()).unwrap();
     let b = std::ffi::CString::new(b.as_os_str().as_bytes()).unwrap();
     // SAFETY: valid C strings; AT_FDCWD is -100, RENAME_EXCHANGE is 2.
-    unsafe { renameat2(-100, a.as_ptr(), -100, b.as_ptr(), 2) == 0 }
+    unsafe {
+        syscall(
+            SYS_RENAMEAT2,
+            -100 as c_long,
+            a.as_ptr(),
+            -100 as c_long,
+            b.as_ptr(),
+            2 as c_long,
+        ) == 0
+    }
 }
 
 #[test]

@@ -894,22 +894,28 @@ mod tests {
     }
 
     /// Swaps `a` and `b` atomically (renameat2 RENAME_EXCHANGE), so both names always exist.
+    /// Through `syscall`: musl has no renameat2 wrapper.
     pub(crate) fn exchange(a: &Path, b: &Path) -> io::Result<()> {
-        extern "C" {
-            fn renameat2(
-                olddirfd: c_int,
-                oldpath: *const c_char,
-                newdirfd: c_int,
-                newpath: *const c_char,
-                flags: c_uint,
-            ) -> c_int;
-        }
+        #[cfg(target_arch = "x86_64")]
+        const SYS_RENAMEAT2: c_long = 316;
+        #[cfg(target_arch = "aarch64")]
+        const SYS_RENAMEAT2: c_long = 276;
         let (a, b) = (
             cstr(a.as_os_str().as_bytes())?,
             cstr(b.as_os_str().as_bytes())?,
         );
         // SAFETY: valid C strings; RENAME_EXCHANGE is 2.
-        check(unsafe { renameat2(AT_FDCWD, a.as_ptr(), AT_FDCWD, b.as_ptr(), 2) }).map(|_| ())
+        let done = unsafe {
+            syscall(
+                SYS_RENAMEAT2,
+                AT_FDCWD as c_long,
+                a.as_ptr(),
+                AT_FDCWD as c_long,
+                b.as_ptr(),
+                2 as c_long,
+            )
+        };
+        check(done as c_int).map(|_| ())
     }
 
     #[test]
