@@ -1,8 +1,8 @@
-//! The edit syntaxes the text protocol declares (whole files and search/replace blocks): each
-//! runs as a write_file or edit_file call when the request being answered declared it, a block
-//! that does not parse gets its error as the call's result, and under `auto` for a natively
-//! calling model the same text is an answer. A run that went over to the text protocol keeps
-//! it with -c.
+//! The edit syntaxes the text protocol declares (`--edit-format`: whole files, and by default
+//! search/replace blocks too): each runs as a write_file or edit_file call when the request
+//! being answered declared it, a block that does not parse gets its error as the call's
+//! result, and under `auto` for a natively calling model the same text is an answer. A run
+//! that went over to the text protocol keeps it with -c.
 
 mod util;
 
@@ -16,7 +16,8 @@ fn text(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
     run(command)
 }
 
-/// `text` with search/replace blocks declared beside whole files, as by default, said.
+/// `text` with both blocks declared (`--edit-format both`), said rather than left to the
+/// default: these tests are about the search/replace block.
 fn both(ws: &Workspace, mock: &Mock, args: &[&str]) -> Run {
     text(ws, mock, &[&["--edit-format", "both"], args].concat())
 }
