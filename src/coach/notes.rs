@@ -17,7 +17,7 @@ pub struct Done<'a> {
     /// A write_file or edit_file that failed for its arguments, and no change to its file has
     /// worked since.
     pub failed: Option<&'a Failure>,
-    /// The request's prompt declared the edit blocks (wire::textproto::EDITS): a file is
+    /// The request's prompt declared the edit blocks (wire::textproto::edits): a file is
     /// written as a block there, not as a JSON string.
     pub blocks: bool,
 }

@@ -1,4 +1,4 @@
-//! The edit syntaxes the text protocol declares (see textproto::EDITS), read strictly: a whole
+//! The edit syntaxes the text protocol declares (see textproto::edits), read strictly: a whole
 //! file (its path on a line of its own, then a fenced block with the full content) becomes a
 //! `write_file` call, a search/replace block (the path, then `<<<<<<< SEARCH`, the old lines,
 //! `=======`, the new lines, `>>>>>>> REPLACE`, fenced or not) an `edit_file` call.
