@@ -181,22 +181,31 @@ const IN_LINE_KINDS: usize = 4;
 const IN_LINE_KEPT: usize = 8192;
 const IN_LINE_EVERY: usize = 256;
 
+/// How many bytes at the end of a line a piece of `period` bytes must repeat over to be
+/// looked at: `IN_LINE_REPEATS` copies, and `IN_LINE_SPAN` bytes at least.
+fn repeat_span(period: usize) -> usize {
+    (period * IN_LINE_REPEATS).max(IN_LINE_SPAN)
+}
+
 /// How many bytes at the end of a line a piece of `period` bytes must fill to be a loop.
 fn in_line_span(period: usize) -> usize {
     if period < IN_LINE_UNIT {
         IN_LINE_SHORT_SPAN
     } else {
-        (period * IN_LINE_REPEATS).max(IN_LINE_SPAN)
+        repeat_span(period)
     }
 }
 
-/// `line` with every ASCII digit as `0`: what the in-line loop rule compares.
-fn digits_aside(line: &[u8]) -> Vec<u8> {
-    let zero = |b: &u8| if b.is_ascii_digit() { b'0' } else { *b };
-    line.iter().map(zero).collect()
+/// A byte as the in-line loop rule compares it: every ASCII digit is `0`.
+fn digit_aside(b: u8) -> u8 {
+    if b.is_ascii_digit() {
+        b'0'
+    } else {
+        b
+    }
 }
 
-/// The length of the piece that `line` (see `digits_aside`) ends by repeating as
+/// The length of the piece that `line` (bytes as `digit_aside` gives them) ends by repeating as
 /// `IN_LINE_REPEATS` says: the shortest piece it repeats there, when that is `IN_LINE_UNIT`
 /// bytes or longer, or holds `IN_LINE_KINDS` different bytes.
 fn in_line_loop(line: &[u8]) -> Option<usize> {
@@ -206,7 +215,7 @@ fn in_line_loop(line: &[u8]) -> Option<usize> {
         tail[..span - period] == tail[period..]
     };
     for period in 1..=n / IN_LINE_REPEATS {
-        let span = (period * IN_LINE_REPEATS).max(IN_LINE_SPAN);
+        let span = repeat_span(period);
         if span > n {
             break;
         }
@@ -232,8 +241,11 @@ fn in_line_loop(line: &[u8]) -> Option<usize> {
 /// line does not end in such a loop.
 fn in_line_start(text: &str) -> usize {
     let start = text.rfind('\n').map_or(0, |at| at + 1);
-    let line = &digits_aside(&text.as_bytes()[start..]);
-    let Some(period) = in_line_loop(line) else {
+    let line: Vec<u8> = text.as_bytes()[start..]
+        .iter()
+        .map(|&b| digit_aside(b))
+        .collect();
+    let Some(period) = in_line_loop(&line) else {
         return text.len();
     };
     let mut from = line.len() - in_line_span(period);
@@ -250,7 +262,8 @@ fn in_line_start(text: &str) -> usize {
 /// Watches the line being written for a piece repeated without end (see `in_line_loop`).
 #[derive(Default)]
 struct InLine {
-    /// The end of the line being written (`IN_LINE_KEPT` bytes and up to as many more).
+    /// The end of the line being written (`IN_LINE_KEPT` bytes and up to as many more), as
+    /// `digit_aside` gives its bytes.
     tail: Vec<u8>,
     /// Bytes written since it was last looked at.
     unlooked: usize,
@@ -264,14 +277,14 @@ impl InLine {
                 Some(part) => (part, true),
                 None => (piece, false),
             };
-            self.tail.extend_from_slice(part.as_bytes());
+            self.tail.extend(part.bytes().map(digit_aside));
             self.unlooked += part.len();
             if self.tail.len() > 2 * IN_LINE_KEPT {
                 self.tail.drain(..self.tail.len() - IN_LINE_KEPT);
             }
             if self.unlooked >= IN_LINE_EVERY {
                 self.unlooked = 0;
-                self.looping |= in_line_loop(&digits_aside(&self.tail)).is_some();
+                self.looping |= in_line_loop(&self.tail).is_some();
             }
             if ends {
                 self.tail.clear();
