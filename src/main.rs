@@ -189,7 +189,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         stream: args.stream,
         temperature: args.temperature,
         approver,
-        file_list: None,
+        survey: None,
         preload: args.preload,
         coach: coach::Coach::resumed(
             session
@@ -197,9 +197,9 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
                 .and_then(|s| s.records().coaching.as_deref()),
         ),
     };
-    // A new session's first message lists the workspace's files (see prompt::file_list).
+    // A new session's first message lists the workspace's files (see prompt::Survey).
     if args.preload && history.len() == 1 {
-        agent.file_list = prompt::file_list(&workspace);
+        agent.survey = Some(prompt::survey(&workspace));
     }
     let mut recorder = Recorder::new(front, session);
     // Under --sandbox read-only nothing the model runs changes files: no checkpoints to keep.

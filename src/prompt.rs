@@ -28,25 +28,53 @@ pub fn builtin() -> String {
     )
 }
 
-/// Most files a prompt's names bring in.
+/// Most files a prompt's names bring in, and most files a workspace may hold for all of them
+/// to be read when the prompt names none.
 pub const MAX_NAMED: usize = 4;
+/// Largest file the whole-workspace read takes (see `Survey`).
+const MAX_SMALL: u64 = 16 * 1024;
 
-/// The files of the workspace that `prompt` names, in the order it names them (at most
-/// `MAX_NAMED`): words that look like a relative path with an extension (`greet.py`,
-/// `src/a.py`, in backticks or quotes or not) and that `is_file` says are a regular file there.
-/// Absolute paths and `..` are left out, so nothing outside the workspace is named. Pure: the
-/// lookup is the caller's (see tools::is_regular_file).
-pub fn named_files(prompt: &str, is_file: impl Fn(&str) -> bool) -> Vec<String> {
+/// The files of the workspace to read before a prompt's first request, in the order the prompt
+/// names them (at most `MAX_NAMED`): words that look like a relative path with an extension
+/// (`greet.py`, `src/a.py`, in backticks or quotes or not) and that `is_file` says are a regular
+/// file there; with a new session's `survey`, also a word that ends exactly one listed path
+/// (`net.py` for `src/net.py`), and, when the prompt names no file, every file of a workspace of
+/// at most `MAX_NAMED` small files (`Survey::small`). Absolute paths and `..` are left out, so
+/// nothing outside the workspace is named. Pure: the lookup is the caller's (see
+/// tools::is_regular_file).
+pub fn named_files(
+    prompt: &str,
+    is_file: impl Fn(&str) -> bool,
+    survey: Option<&Survey>,
+) -> Vec<String> {
+    let paths = survey.map(Survey::paths).unwrap_or_default();
     let mut out: Vec<String> = Vec::new();
     for word in path_words(prompt) {
         if out.len() == MAX_NAMED {
             break;
         }
-        if !out.iter().any(|w| w == word) && is_file(word) {
-            out.push(word.to_string());
+        let path = match is_file(word) {
+            true => Some(word.to_string()),
+            false => ending(word, &paths),
+        };
+        if let Some(path) = path.filter(|p| !out.contains(p) && is_file(p)) {
+            out.push(path);
         }
     }
+    if out.is_empty() {
+        out = survey
+            .map(|s| s.small.iter().filter(|p| is_file(p)).cloned().collect())
+            .unwrap_or_default();
+    }
     out
+}
+
+/// The one path of `paths` that `word` ends at a `/` (pure); `None` when none or several do.
+fn ending(word: &str, paths: &[String]) -> Option<String> {
+    let tail = format!("/{word}");
+    let mut found = paths.iter().filter(|p| p.ends_with(&tail));
+    let first = found.next()?;
+    found.next().is_none().then(|| first.clone())
 }
 
 /// The words of `text` that could be relative paths to files (pure): trimmed of quotes,
@@ -80,12 +108,51 @@ const SKIPPED_DIRS: [&str; 5] = ["node_modules", "__pycache__", "target", "venv"
 const MAX_WALKED: usize = 5000;
 const MAX_FILE_LIST: usize = 2000;
 
-/// The workspace's files, for the first message of a session: a model that does not see what
-/// there is tends to answer without looking, or to guess at names. Hidden entries and tool-made directories are left out; the walk is
-/// bounded, and symlinks are listed, never followed. `None` for an empty workspace.
-pub fn file_list(workspace: &Path) -> Option<String> {
+/// The workspace's files when a session began, for its first turn: a model that does not see
+/// what there is tends to answer without looking, or to guess at names. Hidden entries and
+/// tool-made directories are left out; the walk is bounded, and symlinks are listed, never
+/// followed.
+pub struct Survey {
+    files: Vec<(PathBuf, String)>,
+    complete: bool,
+    /// Every file, when the walk saw them all and they are at most `MAX_NAMED` regular files of
+    /// at most `MAX_SMALL` bytes: a project that small is read whole when the prompt names no
+    /// file, as a user would show it all. Empty otherwise.
+    small: Vec<String>,
+}
+
+pub fn survey(workspace: &Path) -> Survey {
     let (files, complete) = walk(workspace);
-    format_file_list(&files, complete)
+    let paths = relative(&files);
+    let small = complete
+        && paths.len() <= MAX_NAMED
+        && paths.iter().all(|path| {
+            std::fs::symlink_metadata(workspace.join(path))
+                .is_ok_and(|m| m.is_file() && m.len() <= MAX_SMALL)
+        });
+    Survey {
+        files,
+        complete,
+        small: if small { paths } else { Vec::new() },
+    }
+}
+
+impl Survey {
+    /// The list for the first message, `None` for an empty workspace (see `format_file_list`).
+    pub fn list(&self) -> Option<String> {
+        format_file_list(&self.files, self.complete)
+    }
+
+    fn paths(&self) -> Vec<String> {
+        relative(&self.files)
+    }
+}
+
+fn relative(files: &[(PathBuf, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|(dir, name)| Some(dir.join(name).to_str()?.to_string()))
+        .collect()
 }
 
 /// The workspace's files as (directory, name), shallow directories first, and whether the
@@ -266,13 +333,89 @@ mod tests {
         let named = named_files(
             "read a.py, a.py again, dir.d, link.txt and gone.py",
             is_file,
+            None,
         );
         assert_eq!(named, ["a.py"]);
         let many: String = (0..6).map(|i| format!("f{i}.txt ")).collect();
         for i in 0..6 {
             fs::write(ws.join(format!("f{i}.txt")), "x").unwrap();
         }
-        assert_eq!(named_files(&many, is_file).len(), MAX_NAMED);
+        assert_eq!(named_files(&many, is_file, None).len(), MAX_NAMED);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_name_one_listed_path_ends_with_is_that_file() {
+        let root = tree("ending");
+        let ws = root.join("repo");
+        for file in [
+            "src/net.py",
+            "src/util.py",
+            "lib/util.py",
+            "docs/guide.md",
+            "README.md",
+        ] {
+            let path = ws.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
+        let is_file = |w: &str| fs::symlink_metadata(ws.join(w)).is_ok_and(|m| m.is_file());
+        let survey = survey(&ws);
+        assert!(survey.small.is_empty(), "more than MAX_NAMED files");
+        let prompt =
+            "Fix net.py, util.py (two of them), lib/util.py, guide.md, uide.md and README.md";
+        assert_eq!(
+            named_files(prompt, is_file, Some(&survey)),
+            ["src/net.py", "lib/util.py", "docs/guide.md", "README.md"]
+        );
+        assert_eq!(
+            named_files(prompt, is_file, None),
+            ["lib/util.py", "README.md"]
+        );
+        assert!(named_files("fix the bug", is_file, Some(&survey)).is_empty());
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_prompt_that_names_no_file_reads_a_small_workspace_whole() {
+        let root = std::env::temp_dir().join(format!("turn-prompt-small-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        for file in ["b.py", "src/a.py", "tests/test_a.py"] {
+            let path = root.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
+        let is_file = |w: &str| fs::symlink_metadata(root.join(w)).is_ok_and(|m| m.is_file());
+        let whole = ["b.py", "src/a.py", "tests/test_a.py"];
+        assert_eq!(
+            named_files("fix the bug", is_file, Some(&survey(&root))),
+            whole
+        );
+        assert_eq!(
+            named_files("fix the bug in b.py", is_file, Some(&survey(&root))),
+            ["b.py"]
+        );
+        assert!(named_files("fix the bug", is_file, None).is_empty());
+        // A file that is gone by the time of the read is left out.
+        let survey_before = survey(&root);
+        fs::remove_file(root.join("b.py")).unwrap();
+        assert_eq!(
+            named_files("fix it", is_file, Some(&survey_before)),
+            whole[1..]
+        );
+        // A large file, a fifth file or a symlink: not small, nothing is read whole.
+        fs::write(root.join("big.txt"), vec![b'x'; MAX_SMALL as usize + 1]).unwrap();
+        assert!(survey(&root).small.is_empty());
+        fs::remove_file(root.join("big.txt")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", root.join("link.txt")).unwrap();
+        assert!(survey(&root).small.is_empty());
+        fs::remove_file(root.join("link.txt")).unwrap();
+        for i in 0..3 {
+            assert!(!survey(&root).small.is_empty());
+            fs::write(root.join(format!("n{i}.md")), "x").unwrap();
+        }
+        assert_eq!(survey(&root).paths().len(), MAX_NAMED + 1);
+        assert!(survey(&root).small.is_empty());
         fs::remove_dir_all(root).unwrap();
     }
 
@@ -314,7 +457,7 @@ mod tests {
             fs::write(path, "x").unwrap();
         }
         assert_eq!(
-            file_list(&ws).unwrap(),
+            survey(&ws).list().unwrap(),
             "[turn: the project's files when the task began (a line per directory):\nAGENTS.md a.md b.py\nsrc/: x.py\nsrc/deep/: y.py\nsub/ws/: AGENTS.md\n6 files]"
         );
         let many: Vec<(PathBuf, String)> = (0..500)
