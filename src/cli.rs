@@ -141,8 +141,7 @@ while the server keeps sending [default: 3600]",
             "turn neither lists the workspace's files (at most 2 KB) in a new
 session's first message nor reads the files a prompt names (up
 to 4; by path, or by a name that ends one file's path) before
-its first request, nor a whole project of at most 4 small files
-when the prompt names none",
+its first request",
         ],
     ),
     (
@@ -463,7 +462,7 @@ pub struct Args {
     pub request_deadline: u64,
     pub system: Option<PathBuf>,
     /// --no-preload turns it off: the workspace's files listed in the first message, and the
-    /// files a prompt names (or a small project's every file) read before its first request.
+    /// files a prompt names read before its first request.
     pub preload: bool,
     pub stream: bool,
     pub temperature: Option<f64>,

@@ -28,20 +28,15 @@ pub fn builtin() -> String {
     )
 }
 
-/// Most files a prompt's names bring in, and most files a workspace may hold for all of them
-/// to be read when the prompt names none.
+/// Most files a prompt's names bring in.
 pub const MAX_NAMED: usize = 4;
-/// Largest file the whole-workspace read takes (see `Survey`).
-const MAX_SMALL: u64 = 16 * 1024;
 
 /// The files of the workspace to read before a prompt's first request, in the order the prompt
 /// names them (at most `MAX_NAMED`): words that look like a relative path with an extension
 /// (`greet.py`, `src/a.py`, in backticks or quotes or not) and that `is_file` says are a regular
 /// file there; with a new session's `survey`, also a word that ends exactly one listed path
-/// (`net.py` for `src/net.py`), and, when the prompt names no file, every file of a workspace of
-/// at most `MAX_NAMED` small files (`Survey::small`). Absolute paths and `..` are left out, so
-/// nothing outside the workspace is named. Pure: the lookup is the caller's (see
-/// tools::is_regular_file).
+/// (`net.py` for `src/net.py`). Absolute paths and `..` are left out, so nothing outside the
+/// workspace is named. Pure: the lookup is the caller's (see tools::is_regular_file).
 pub fn named_files(
     prompt: &str,
     is_file: impl Fn(&str) -> bool,
@@ -60,11 +55,6 @@ pub fn named_files(
         if let Some(path) = path.filter(|p| !out.contains(p) && is_file(p)) {
             out.push(path);
         }
-    }
-    if out.is_empty() {
-        out = survey
-            .map(|s| s.small.iter().filter(|p| is_file(p)).cloned().collect())
-            .unwrap_or_default();
     }
     out
 }
@@ -115,26 +105,11 @@ const MAX_FILE_LIST: usize = 2000;
 pub struct Survey {
     files: Vec<(PathBuf, String)>,
     complete: bool,
-    /// Every file, when the walk saw them all and they are at most `MAX_NAMED` regular files of
-    /// at most `MAX_SMALL` bytes: a project that small is read whole when the prompt names no
-    /// file, as a user would show it all. Empty otherwise.
-    small: Vec<String>,
 }
 
 pub fn survey(workspace: &Path) -> Survey {
     let (files, complete) = walk(workspace);
-    let paths = relative(&files);
-    let small = complete
-        && paths.len() <= MAX_NAMED
-        && paths.iter().all(|path| {
-            std::fs::symlink_metadata(workspace.join(path))
-                .is_ok_and(|m| m.is_file() && m.len() <= MAX_SMALL)
-        });
-    Survey {
-        files,
-        complete,
-        small: if small { paths } else { Vec::new() },
-    }
+    Survey { files, complete }
 }
 
 impl Survey {
@@ -143,16 +118,13 @@ impl Survey {
         format_file_list(&self.files, self.complete)
     }
 
+    /// The listed files' paths, relative to the workspace.
     fn paths(&self) -> Vec<String> {
-        relative(&self.files)
+        self.files
+            .iter()
+            .filter_map(|(dir, name)| Some(dir.join(name).to_str()?.to_string()))
+            .collect()
     }
-}
-
-fn relative(files: &[(PathBuf, String)]) -> Vec<String> {
-    files
-        .iter()
-        .filter_map(|(dir, name)| Some(dir.join(name).to_str()?.to_string()))
-        .collect()
 }
 
 /// The workspace's files as (directory, name), shallow directories first, and whether the
@@ -361,7 +333,6 @@ mod tests {
         }
         let is_file = |w: &str| fs::symlink_metadata(ws.join(w)).is_ok_and(|m| m.is_file());
         let survey = survey(&ws);
-        assert!(survey.small.is_empty(), "more than MAX_NAMED files");
         let prompt =
             "Fix net.py, util.py (two of them), lib/util.py, guide.md, uide.md and README.md";
         assert_eq!(
@@ -373,49 +344,6 @@ mod tests {
             ["lib/util.py", "README.md"]
         );
         assert!(named_files("fix the bug", is_file, Some(&survey)).is_empty());
-        fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn a_prompt_that_names_no_file_reads_a_small_workspace_whole() {
-        let root = std::env::temp_dir().join(format!("turn-prompt-small-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
-        for file in ["b.py", "src/a.py", "tests/test_a.py"] {
-            let path = root.join(file);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, "x").unwrap();
-        }
-        let is_file = |w: &str| fs::symlink_metadata(root.join(w)).is_ok_and(|m| m.is_file());
-        let whole = ["b.py", "src/a.py", "tests/test_a.py"];
-        assert_eq!(
-            named_files("fix the bug", is_file, Some(&survey(&root))),
-            whole
-        );
-        assert_eq!(
-            named_files("fix the bug in b.py", is_file, Some(&survey(&root))),
-            ["b.py"]
-        );
-        assert!(named_files("fix the bug", is_file, None).is_empty());
-        // A file that is gone by the time of the read is left out.
-        let survey_before = survey(&root);
-        fs::remove_file(root.join("b.py")).unwrap();
-        assert_eq!(
-            named_files("fix it", is_file, Some(&survey_before)),
-            whole[1..]
-        );
-        // A large file, a fifth file or a symlink: not small, nothing is read whole.
-        fs::write(root.join("big.txt"), vec![b'x'; MAX_SMALL as usize + 1]).unwrap();
-        assert!(survey(&root).small.is_empty());
-        fs::remove_file(root.join("big.txt")).unwrap();
-        std::os::unix::fs::symlink("/etc/hostname", root.join("link.txt")).unwrap();
-        assert!(survey(&root).small.is_empty());
-        fs::remove_file(root.join("link.txt")).unwrap();
-        for i in 0..3 {
-            assert!(!survey(&root).small.is_empty());
-            fs::write(root.join(format!("n{i}.md")), "x").unwrap();
-        }
-        assert_eq!(survey(&root).paths().len(), MAX_NAMED + 1);
-        assert!(survey(&root).small.is_empty());
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -101,7 +101,7 @@ fn several_calls_in_one_response_are_answered_in_order() {
             ]),
             Reply::Text("done"),
         ]);
-        turn_in(&ws, &mock, stream, &["--no-preload", "go"]).expect(0);
+        turn_in(&ws, &mock, stream, &["go"]).expect(0);
         assert_eq!(ws.read("out/new.txt"), "fresh");
         let messages = mock.chats()[1].messages().clone();
         let ids: Vec<_> = messages[2]["tool_calls"]
@@ -135,7 +135,7 @@ fn a_multi_step_loop_edits_a_file() {
             bash("grep -c 42 src/lib.rs"),
             Reply::Text("Fixed the answer."),
         ]);
-        let run = turn_in(&ws, &mock, stream, &["--no-preload", "fix it"]).expect(0);
+        let run = turn_in(&ws, &mock, stream, &["fix it"]).expect(0);
         assert_eq!(ws.read("src/lib.rs"), "fn answer() -> u32 {\n    42\n}\n");
         assert_eq!(run.stdout, "Fixed the answer.\n");
         let chats = mock.chats();
@@ -340,11 +340,17 @@ fn preloaded(messages: &[serde_json::Value]) -> Vec<String> {
 }
 
 #[test]
-fn a_file_named_by_its_name_alone_is_found_and_a_small_project_is_read_whole() {
+fn a_file_named_by_its_name_alone_is_found_where_it_is() {
     let ws = Workspace::new();
     ws.write("src/net.py", "def recieve(): pass\n");
     ws.write("tests/test_net.py", "import net\n");
-    let mock = Mock::start(vec![Reply::Text("ok"), Reply::Text("ok")]);
+    ws.write("a/util.py", "");
+    ws.write("b/util.py", "");
+    let mock = Mock::start(vec![
+        Reply::Text("ok"),
+        Reply::Text("ok"),
+        Reply::Text("ok"),
+    ]);
     turn_in(
         &ws,
         &mock,
@@ -352,24 +358,17 @@ fn a_file_named_by_its_name_alone_is_found_and_a_small_project_is_read_whole() {
         &["--no-session", "What does net.py define?"],
     )
     .expect(0);
+    // A name two files end with names neither; a prompt that names no file reads none.
+    turn_in(&ws, &mock, true, &["--no-session", "Fix util.py."]).expect(0);
     turn_in(&ws, &mock, true, &["--no-session", "Fix the typo."]).expect(0);
     let chats = mock.chats();
     assert_eq!(preloaded(chats[0].messages()), [r#""src/net.py""#]);
     assert_eq!(
-        preloaded(chats[1].messages()),
-        [r#""src/net.py""#, r#""tests/test_net.py""#]
+        chats[0].messages()[3]["content"],
+        "     1\tdef recieve(): pass\n"
     );
-    assert_eq!(chats[1].messages()[5]["content"], "     1\timport net\n");
-    // Five files: too many to read whole; a name two files end with names neither.
-    ws.write("a/util.py", "");
-    ws.write("b/util.py", "");
-    ws.write("notes.md", "");
-    let mock = Mock::start(vec![Reply::Text("ok"), Reply::Text("ok")]);
-    turn_in(&ws, &mock, true, &["--no-session", "Fix the typo."]).expect(0);
-    turn_in(&ws, &mock, true, &["--no-session", "Fix util.py."]).expect(0);
-    for chat in mock.chats() {
-        assert_eq!(chat.messages().len(), 2, "nothing read");
-    }
+    assert_eq!(chats[1].messages().len(), 2, "nothing read");
+    assert_eq!(chats[2].messages().len(), 2, "nothing read");
 }
 
 #[test]

@@ -163,7 +163,7 @@ fn read_only_blocks_writes_inside_too() {
         ]),
         Reply::Text("ok"),
     ]);
-    run(place.turn(&mock, &["--no-preload", "--sandbox", "read-only", "go"])).expect(0);
+    run(place.turn(&mock, &["--sandbox", "read-only", "go"])).expect(0);
     let messages = mock.chats()[1].messages().clone();
     let told = messages[3]["content"].as_str().unwrap();
     assert!(

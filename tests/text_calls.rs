@@ -101,7 +101,7 @@ fn tool_call_tags_run() {
         ws.write("a.txt", "alpha\n");
         ws.write("b.txt", "beta\n");
         let mock = Mock::start(vec![Reply::Text(TAGGED_CALLS), Reply::Text("Read both.")]);
-        let run = turn_with(&ws, &mock, stream, &["--no-preload", "read a and b"]).expect(0);
+        let run = turn_with(&ws, &mock, stream, &["read a and b"]).expect(0);
         assert_has(&run.stderr, "[read_file] a.txt (ok)");
         assert_has(&run.stderr, "[read_file] b.txt (ok)");
         let messages = mock.chats()[1].messages().clone();

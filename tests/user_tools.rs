@@ -104,7 +104,6 @@ fn mcp_tools_are_called_and_their_failures_are_the_models_to_read() {
     let mut command = turn(&ws, &mock);
     command.args([
         "--json",
-        "--no-preload",
         "--timeout",
         "2",
         "--tools",
