@@ -335,7 +335,10 @@ fn preloaded(messages: &[serde_json::Value]) -> Vec<String> {
     messages
         .iter()
         .filter_map(|m| m["tool_calls"][0]["function"]["arguments"].as_str())
-        .map(|a| serde_json::from_str::<serde_json::Value>(a).unwrap()["path"].to_string())
+        .map(|a| {
+            let arguments: serde_json::Value = serde_json::from_str(a).unwrap();
+            arguments["path"].as_str().unwrap().to_string()
+        })
         .collect()
 }
 
@@ -362,7 +365,7 @@ fn a_file_named_by_its_name_alone_is_found_where_it_is() {
     turn_in(&ws, &mock, true, &["--no-session", "Fix util.py."]).expect(0);
     turn_in(&ws, &mock, true, &["--no-session", "Fix the typo."]).expect(0);
     let chats = mock.chats();
-    assert_eq!(preloaded(chats[0].messages()), [r#""src/net.py""#]);
+    assert_eq!(preloaded(chats[0].messages()), ["src/net.py"]);
     assert_eq!(
         chats[0].messages()[3]["content"],
         "     1\tdef recieve(): pass\n"
