@@ -294,6 +294,15 @@ mod tests {
         root
     }
 
+    /// Each of `files` (relative paths) made under `ws`, holding `x`.
+    fn write_files(ws: &Path, files: &[&str]) {
+        for file in files {
+            let path = ws.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
+    }
+
     #[test]
     fn only_regular_files_of_the_workspace_are_named() {
         let root = tree("named");
@@ -320,17 +329,16 @@ mod tests {
     fn a_name_one_listed_path_ends_with_is_that_file() {
         let root = tree("ending");
         let ws = root.join("repo");
-        for file in [
-            "src/net.py",
-            "src/util.py",
-            "lib/util.py",
-            "docs/guide.md",
-            "README.md",
-        ] {
-            let path = ws.join(file);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, "x").unwrap();
-        }
+        write_files(
+            &ws,
+            &[
+                "src/net.py",
+                "src/util.py",
+                "lib/util.py",
+                "docs/guide.md",
+                "README.md",
+            ],
+        );
         let is_file = |w: &str| fs::symlink_metadata(ws.join(w)).is_ok_and(|m| m.is_file());
         let survey = survey(&ws);
         let prompt =
@@ -372,18 +380,17 @@ mod tests {
     fn the_file_list_groups_by_directory_and_is_bounded() {
         let root = tree("list");
         let ws = root.join("repo");
-        for file in [
-            "b.py",
-            "a.md",
-            "src/x.py",
-            "src/deep/y.py",
-            "node_modules/m/z.js",
-            ".hidden",
-        ] {
-            let path = ws.join(file);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, "x").unwrap();
-        }
+        write_files(
+            &ws,
+            &[
+                "b.py",
+                "a.md",
+                "src/x.py",
+                "src/deep/y.py",
+                "node_modules/m/z.js",
+                ".hidden",
+            ],
+        );
         assert_eq!(
             survey(&ws).list().unwrap(),
             "[turn: the project's files when the task began (a line per directory):\nAGENTS.md a.md b.py\nsrc/: x.py\nsrc/deep/: y.py\nsub/ws/: AGENTS.md\n6 files]"
