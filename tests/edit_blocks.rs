@@ -77,7 +77,7 @@ fn a_whole_file_block_is_a_write_and_is_shown_back_as_written() {
     );
     assert!(chats[1]
         .last_content()
-        .starts_with("Result of write_file call"));
+        .starts_with("Result of the write_file call:\n"));
 }
 
 #[test]
@@ -485,7 +485,7 @@ fn under_the_text_protocol_only_a_file_read_in_the_session_is_replaced() {
     assert_eq!(chats.len(), 3);
     let refused = chats[1].last_content();
     assert!(
-        refused.starts_with("Result of write_file call ")
+        refused.starts_with("Result of the write_file call")
             && refused.ends_with(
                 ":\nError: write_file replaces only a file read in this session, and a.txt was \
                  not read: nothing was written. Read it with read_file first, then write it \

@@ -230,7 +230,8 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
     // block that would write them, so the model's history shows the syntax it is to use.
     let declared = declared(prompt);
     let (handed, skipped) = handed_over(history, declared.is_some());
-    let mut calls: HashMap<&str, (&str, &str)> = HashMap::new();
+    // Each call's tool, arguments, and place among its reply's calls.
+    let mut calls: HashMap<&str, (&str, &str, usize, usize)> = HashMap::new();
     for (at, message) in history.iter().enumerate() {
         if skipped.contains(&at) {
             continue;
@@ -243,10 +244,13 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
                 None => (Role::User, text.to_string()),
             },
             Role::Assistant => {
-                for call in &message.tool_calls {
+                let count = message.tool_calls.len();
+                for (place, call) in message.tool_calls.iter().enumerate() {
                     let function = (
                         call.function.name.as_str(),
                         call.function.arguments.as_str(),
+                        place + 1,
+                        count,
                     );
                     calls.insert(&call.id, function);
                 }
@@ -254,13 +258,17 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
             }
             Role::Tool => {
                 let id = message.tool_call_id.as_deref().unwrap_or_default();
-                let (name, arguments) = calls.get(id).copied().unwrap_or(("tool", "{}"));
+                let (name, arguments, place, count) =
+                    calls.get(id).copied().unwrap_or(("tool", "{}", 1, 1));
                 let file = match name {
                     "read_file" if declared.is_some() => read_as_block(arguments, text),
                     _ => None,
                 };
                 let shown = file.as_deref().unwrap_or(text);
-                (Role::User, format!("Result of {name} call {id}:\n{shown}"))
+                (
+                    Role::User,
+                    format!("{}:\n{shown}", result_label(name, place, count)),
+                )
             }
         };
         // Results of several calls, or a prompt after a result, join into one user message:
@@ -282,6 +290,17 @@ pub fn render(history: &[Message], prompt: &str, tools: &[&str]) -> Vec<Message>
         out.splice(1..1, example());
     }
     out
+}
+
+/// What a result is headed with: its call's tool, and its place when the reply made several
+/// calls (pure). Never the call's id: ids are random, and text that differs from run to run
+/// makes runs at one seed differ and costs tokens in every request (an id is a long random
+/// string to a tokenizer); the model never wrote one.
+fn result_label(name: &str, place: usize, count: usize) -> String {
+    match count {
+        0 | 1 => format!("Result of the {name} call"),
+        _ => format!("Result of {name} call {place} of {count}"),
+    }
 }
 
 /// A worked exchange in the declared syntax, shown after the system prompt where the edit
@@ -526,7 +545,7 @@ mod tests {
                 ),
                 (
                     Role::User,
-                    "Result of bash call c1:\na\nb\n\n\nResult of read_file call c2:\n1\thello"
+                    "Result of bash call 1 of 2:\na\nb\n\n\nResult of read_file call 2 of 2:\n1\thello"
                 ),
                 (Role::Assistant, "Done."),
                 (Role::User, "thanks"),
@@ -600,7 +619,7 @@ mod tests {
         // The system prompt, the example (2 messages), then the history.
         assert_eq!(
             text(5),
-            "Result of read_file call c1:\na.py\n```\nx = 1\n\n```"
+            "Result of the read_file call:\na.py\n```\nx = 1\n\n```"
         );
         assert!(
             text(7).contains("     1\ty\n[lines 1-1 of 9"),
@@ -659,7 +678,7 @@ mod tests {
         assert!(text(4).contains("\"path\":\"b.py\""), "{}", text(4));
         assert!(text(6).contains("\"path\":\"c.py\""));
         assert!(text(8).contains("\"path\":\"a.py\""));
-        assert!(text(9).starts_with("Result of read_file call c9:\na.py\n```"));
+        assert!(text(9).starts_with("Result of the read_file call:\na.py\n```"));
         assert_eq!(out.len(), 10);
         // Where the blocks are not declared, every read is a call and its result.
         let out = render(&history, "TOOLS", &tools);
@@ -716,7 +735,38 @@ mod tests {
         assert_eq!(out[2].content.as_deref(), Some(text));
         assert_eq!(
             out[3].content.as_deref(),
-            Some("Result of bash call c1:\nout")
+            Some("Result of the bash call:\nout")
+        );
+    }
+
+    #[test]
+    fn results_are_headed_by_their_tool_and_place_never_by_the_random_id() {
+        let history = |ids: [&str; 3]| {
+            vec![
+                Message::user("go"),
+                Message::assistant(None, vec![ToolCall::new(ids[0], "bash", "{}")]),
+                Message::tool(ids[0], "one"),
+                Message::assistant(
+                    None,
+                    vec![
+                        ToolCall::new(ids[1], "bash", "{}"),
+                        ToolCall::new(ids[2], "read_file", "{}"),
+                    ],
+                ),
+                Message::tool(ids[1], "two"),
+                Message::tool(ids[2], "three"),
+            ]
+        };
+        let a = render(&history(["c1", "c2", "c3"]), "TOOLS", &TOOLS);
+        let b = render(&history(["call_Xq", "call_9z", "call_Ab"]), "TOOLS", &TOOLS);
+        assert_eq!(a, b, "the same history with other ids reads the same");
+        assert_eq!(
+            a[3].content.as_deref(),
+            Some("Result of the bash call:\none")
+        );
+        assert_eq!(
+            a[5].content.as_deref(),
+            Some("Result of bash call 1 of 2:\ntwo\n\nResult of read_file call 2 of 2:\nthree")
         );
     }
 
