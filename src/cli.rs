@@ -140,8 +140,7 @@ while the server keeps sending [default: 3600]",
         &[
             "turn neither lists the workspace's files (at most 2 KB) in a new
 session's first message nor reads the files a prompt names (up
-to 4; by path, or by a name that ends one file's path) before
-its first request",
+to 4) before its first request",
         ],
     ),
     (

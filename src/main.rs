@@ -189,7 +189,7 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
         stream: args.stream,
         temperature: args.temperature,
         approver,
-        survey: None,
+        file_list: None,
         preload: args.preload,
         coach: coach::Coach::resumed(
             session
@@ -197,9 +197,9 @@ fn run(args: &Args, front: &mut dyn Reporter) -> Result<()> {
                 .and_then(|s| s.records().coaching.as_deref()),
         ),
     };
-    // A new session's first message lists the workspace's files (see prompt::Survey).
+    // A new session's first message lists the workspace's files (see prompt::file_list).
     if args.preload && history.len() == 1 {
-        agent.survey = Some(prompt::survey(&workspace));
+        agent.file_list = prompt::file_list(&workspace);
     }
     let mut recorder = Recorder::new(front, session);
     // Under --sandbox read-only nothing the model runs changes files: no checkpoints to keep.

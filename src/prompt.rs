@@ -31,40 +31,22 @@ pub fn builtin() -> String {
 /// Most files a prompt's names bring in.
 pub const MAX_NAMED: usize = 4;
 
-/// The files of the workspace to read before a prompt's first request, in the order the prompt
-/// names them (at most `MAX_NAMED`): words that look like a relative path with an extension
-/// (`greet.py`, `src/a.py`, in backticks or quotes or not) and that `is_file` says are a regular
-/// file there; with a new session's `survey`, also a word that ends exactly one listed path
-/// (`net.py` for `src/net.py`). Absolute paths and `..` are left out, so nothing outside the
-/// workspace is named. Pure: the lookup is the caller's (see tools::is_regular_file).
-pub fn named_files(
-    prompt: &str,
-    is_file: impl Fn(&str) -> bool,
-    survey: Option<&Survey>,
-) -> Vec<String> {
-    let paths = survey.map(Survey::paths).unwrap_or_default();
+/// The files of the workspace that `prompt` names, in the order it names them (at most
+/// `MAX_NAMED`): words that look like a relative path with an extension (`greet.py`,
+/// `src/a.py`, in backticks or quotes or not) and that `is_file` says are a regular file there.
+/// Absolute paths and `..` are left out, so nothing outside the workspace is named. Pure: the
+/// lookup is the caller's (see tools::is_regular_file).
+pub fn named_files(prompt: &str, is_file: impl Fn(&str) -> bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in path_words(prompt) {
         if out.len() == MAX_NAMED {
             break;
         }
-        let path = match is_file(word) {
-            true => Some(word.to_string()),
-            false => ending(word, &paths),
-        };
-        if let Some(path) = path.filter(|p| !out.contains(p) && is_file(p)) {
-            out.push(path);
+        if !out.iter().any(|w| w == word) && is_file(word) {
+            out.push(word.to_string());
         }
     }
     out
-}
-
-/// The one path of `paths` that `word` ends at a `/` (pure); `None` when none or several do.
-fn ending(word: &str, paths: &[String]) -> Option<String> {
-    let tail = format!("/{word}");
-    let mut found = paths.iter().filter(|p| p.ends_with(&tail));
-    let first = found.next()?;
-    found.next().is_none().then(|| first.clone())
 }
 
 /// The words of `text` that could be relative paths to files (pure): trimmed of quotes,
@@ -98,33 +80,12 @@ const SKIPPED_DIRS: [&str; 5] = ["node_modules", "__pycache__", "target", "venv"
 const MAX_WALKED: usize = 5000;
 const MAX_FILE_LIST: usize = 2000;
 
-/// The workspace's files when a session began, for its first turn: a model that does not see
-/// what there is tends to answer without looking, or to guess at names. Hidden entries and
-/// tool-made directories are left out; the walk is bounded, and symlinks are listed, never
-/// followed.
-pub struct Survey {
-    files: Vec<(PathBuf, String)>,
-    complete: bool,
-}
-
-pub fn survey(workspace: &Path) -> Survey {
+/// The workspace's files, for the first message of a session: a model that does not see what
+/// there is tends to answer without looking, or to guess at names. Hidden entries and tool-made directories are left out; the walk is
+/// bounded, and symlinks are listed, never followed. `None` for an empty workspace.
+pub fn file_list(workspace: &Path) -> Option<String> {
     let (files, complete) = walk(workspace);
-    Survey { files, complete }
-}
-
-impl Survey {
-    /// The list for the first message, `None` for an empty workspace (see `format_file_list`).
-    pub fn list(&self) -> Option<String> {
-        format_file_list(&self.files, self.complete)
-    }
-
-    /// The listed files' paths, relative to the workspace.
-    fn paths(&self) -> Vec<String> {
-        self.files
-            .iter()
-            .filter_map(|(dir, name)| Some(dir.join(name).to_str()?.to_string()))
-            .collect()
-    }
+    format_file_list(&files, complete)
 }
 
 /// The workspace's files as (directory, name), shallow directories first, and whether the
@@ -294,15 +255,6 @@ mod tests {
         root
     }
 
-    /// Each of `files` (relative paths) made under `ws`, holding `x`.
-    fn write_files(ws: &Path, files: &[&str]) {
-        for file in files {
-            let path = ws.join(file);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, "x").unwrap();
-        }
-    }
-
     #[test]
     fn only_regular_files_of_the_workspace_are_named() {
         let root = tree("named");
@@ -314,44 +266,13 @@ mod tests {
         let named = named_files(
             "read a.py, a.py again, dir.d, link.txt and gone.py",
             is_file,
-            None,
         );
         assert_eq!(named, ["a.py"]);
         let many: String = (0..6).map(|i| format!("f{i}.txt ")).collect();
         for i in 0..6 {
             fs::write(ws.join(format!("f{i}.txt")), "x").unwrap();
         }
-        assert_eq!(named_files(&many, is_file, None).len(), MAX_NAMED);
-        fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn a_name_one_listed_path_ends_with_is_that_file() {
-        let root = tree("ending");
-        let ws = root.join("repo");
-        write_files(
-            &ws,
-            &[
-                "src/net.py",
-                "src/util.py",
-                "lib/util.py",
-                "docs/guide.md",
-                "README.md",
-            ],
-        );
-        let is_file = |w: &str| fs::symlink_metadata(ws.join(w)).is_ok_and(|m| m.is_file());
-        let survey = survey(&ws);
-        let prompt =
-            "Fix net.py, util.py (two of them), lib/util.py, guide.md, uide.md and README.md";
-        assert_eq!(
-            named_files(prompt, is_file, Some(&survey)),
-            ["src/net.py", "lib/util.py", "docs/guide.md", "README.md"]
-        );
-        assert_eq!(
-            named_files(prompt, is_file, None),
-            ["lib/util.py", "README.md"]
-        );
-        assert!(named_files("fix the bug", is_file, Some(&survey)).is_empty());
+        assert_eq!(named_files(&many, is_file).len(), MAX_NAMED);
         fs::remove_dir_all(root).unwrap();
     }
 
@@ -380,19 +301,20 @@ mod tests {
     fn the_file_list_groups_by_directory_and_is_bounded() {
         let root = tree("list");
         let ws = root.join("repo");
-        write_files(
-            &ws,
-            &[
-                "b.py",
-                "a.md",
-                "src/x.py",
-                "src/deep/y.py",
-                "node_modules/m/z.js",
-                ".hidden",
-            ],
-        );
+        for file in [
+            "b.py",
+            "a.md",
+            "src/x.py",
+            "src/deep/y.py",
+            "node_modules/m/z.js",
+            ".hidden",
+        ] {
+            let path = ws.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
         assert_eq!(
-            survey(&ws).list().unwrap(),
+            file_list(&ws).unwrap(),
             "[turn: the project's files when the task began (a line per directory):\nAGENTS.md a.md b.py\nsrc/: x.py\nsrc/deep/: y.py\nsub/ws/: AGENTS.md\n6 files]"
         );
         let many: Vec<(PathBuf, String)> = (0..500)

@@ -330,50 +330,6 @@ fn the_files_a_prompt_names_are_read_first_and_the_workspace_is_listed() {
     assert_eq!(origins, ["turn", "turn"]);
 }
 
-/// The read_file paths of turn's own calls before the first request.
-fn preloaded(messages: &[serde_json::Value]) -> Vec<String> {
-    messages
-        .iter()
-        .filter_map(|m| m["tool_calls"][0]["function"]["arguments"].as_str())
-        .map(|a| {
-            let arguments: serde_json::Value = serde_json::from_str(a).unwrap();
-            arguments["path"].as_str().unwrap().to_string()
-        })
-        .collect()
-}
-
-#[test]
-fn a_file_named_by_its_name_alone_is_found_where_it_is() {
-    let ws = Workspace::new();
-    ws.write("src/net.py", "def recieve(): pass\n");
-    ws.write("tests/test_net.py", "import net\n");
-    ws.write("a/util.py", "");
-    ws.write("b/util.py", "");
-    let mock = Mock::start(vec![
-        Reply::Text("ok"),
-        Reply::Text("ok"),
-        Reply::Text("ok"),
-    ]);
-    turn_in(
-        &ws,
-        &mock,
-        true,
-        &["--no-session", "What does net.py define?"],
-    )
-    .expect(0);
-    // A name two files end with names neither; a prompt that names no file reads none.
-    turn_in(&ws, &mock, true, &["--no-session", "Fix util.py."]).expect(0);
-    turn_in(&ws, &mock, true, &["--no-session", "Fix the typo."]).expect(0);
-    let chats = mock.chats();
-    assert_eq!(preloaded(chats[0].messages()), ["src/net.py"]);
-    assert_eq!(
-        chats[0].messages()[3]["content"],
-        "     1\tdef recieve(): pass\n"
-    );
-    assert_eq!(chats[1].messages().len(), 2, "nothing read");
-    assert_eq!(chats[2].messages().len(), 2, "nothing read");
-}
-
 #[test]
 fn no_preload_sends_the_prompt_alone_and_a_resumed_session_is_not_listed_again() {
     let ws = Workspace::new();

@@ -45,9 +45,8 @@ pub struct Agent<'a> {
     pub tool_names: Vec<String>,
     /// What the text protocol adds to the system prompt (see textproto::tools_prompt).
     pub text_prompt: String,
-    /// The workspace's files, listed in the next prompt once and used to find the files it
-    /// names (see prompt::Survey).
-    pub survey: Option<crate::prompt::Survey>,
+    /// The workspace's files, added to the next prompt once (see prompt::file_list).
+    pub file_list: Option<String>,
     /// Whether the files a prompt names are read before its first request.
     pub preload: bool,
     /// Notes for a model that cannot call tools well, once it has shown it (see coach).
@@ -64,8 +63,7 @@ impl Agent<'_> {
         reporter: &mut dyn Reporter,
     ) -> Result<String> {
         let task = prompt;
-        let survey = self.survey.take();
-        let prompt = match survey.as_ref().and_then(|s| s.list()) {
+        let prompt = match self.file_list.take() {
             Some(list) => format!("{prompt}\n\n{list}"),
             None => prompt.to_string(),
         };
@@ -75,8 +73,8 @@ impl Agent<'_> {
             self.coach_on(coach::TEXT_PROTOCOL, reporter);
         }
         if self.preload {
-            let is_file = |path: &str| tools::is_regular_file(&self.tools, path);
-            let named = crate::prompt::named_files(task, is_file, survey.as_ref());
+            let named =
+                crate::prompt::named_files(task, |path| tools::is_regular_file(&self.tools, path));
             self.read_named(&named, history, reporter);
         }
         let mut steps = 0;
